@@ -1,0 +1,299 @@
+"""The breadth-first loop: one level at a time, every stage a Spark job over the level's rows.
+
+frontier(depth k) -> expand (every action's SQL) -> fingerprint -> keep one row per state (the
+first in TLC's order) -> anti-join the states table -> check invariants (GX) -> commit (Delta)
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .expand import CompiledModel, compile_model
+from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
+from .invariants import InvariantSuite
+from .model import RunSpec
+from .session import declare_constants, get_spark
+from .store import OUTCOME_SCHEMA, LevelFigures, RunStore, check_warehouse
+from .trace import build_trace, trace_table_rows, trace_arrow_schema
+
+__all__ = ["Outcome", "check"]
+
+# Below this many successors a level is ordered in one partition (no range-partitioning job).
+SMALL_LEVEL = 2_000_000
+
+
+@dataclass
+class Outcome:
+    model: str
+    config: str
+    constants: dict[str, Any]
+    invariants: list[str]
+    deadlock_check: bool
+    result: str                        # ok | invariant_violated | deadlock
+    violated_invariant: str | None
+    distinct_states: int
+    states_generated: int
+    depth: int
+    trace: list[dict[str, Any]]
+    run_id: str
+    tables: dict[str, str]
+    seconds: float
+    fingerprint: str = FINGERPRINT_NOTE
+    resumed_from_depth: int = 0
+    from_cache: bool = False
+    spark_startup_seconds: float = 0.0
+    level_seconds: list[float] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "config": self.config, "constants": self.constants,
+            "invariants": self.invariants, "deadlock_check": self.deadlock_check,
+            "result": self.result, "violated_invariant": self.violated_invariant,
+            "distinct_states": self.distinct_states, "states_generated": self.states_generated,
+            "depth": self.depth, "trace": public_trace(self.trace), "run_id": self.run_id, "tables": self.tables,
+            "seconds": round(self.seconds, 3), "fingerprint": self.fingerprint,
+            "resumed_from_depth": self.resumed_from_depth, "from_cache": self.from_cache,
+        }
+
+
+ProgressFn = Callable[[LevelFigures, int], None]
+
+
+class _Search:
+    def __init__(self, spark: SparkSession, spec: RunSpec, cm: CompiledModel, store: RunStore,
+                 suite: InvariantSuite, progress: ProgressFn | None):
+        self.spark, self.spec, self.cm, self.store, self.suite = spark, spec, cm, store, suite
+        self.progress = progress
+        self.vars = [f.name for f in cm.schema.fields]
+        fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
+        self.fp_exprs = [f"{fp1} AS _fp", f"{fp2} AS _fp2"]
+        cons = [cm.constraint_exprs[c] for c in spec.constraints]
+        self.in_model_expr = " AND ".join(cons) if cons else "true"
+        self.table_cols = [f.name for f in store.spark_schema.fields]
+        self._figs: list[LevelFigures] = []
+        self._totals = (0, 0)
+        self._last_new = 0
+
+    # ---- stages ---------------------------------------------------------------------------
+    def read_level(self, depth: int) -> DataFrame:
+        files = self.store.level_files(depth)
+        return self.spark.read.schema(self.store.spark_schema).parquet(*files)
+
+    def seen(self, max_depth: int) -> DataFrame:
+        files = self.store.all_files(max_depth)
+        return self.spark.read.schema(self.store.spark_schema).parquet(*files).select("_fp", "_fp2")
+
+    def first_per_state(self, succ: DataFrame) -> DataFrame:
+        # TLC keeps the first path by which it meets a state: the smallest order key wins.
+        cols = [c for c in succ.columns if c not in ("_fp", "_fp2")]
+        return (succ.groupBy("_fp", "_fp2")
+                .agg(F.min_by(F.struct(*cols), F.col("_key")).alias("_r"))
+                .select("_fp", "_fp2", "_r.*"))
+
+    def candidates(self, firsts: DataFrame, depth: int, n_succ: int, anti_join: bool) -> DataFrame:
+        new = firsts.join(self.seen(depth - 1), on=["_fp", "_fp2"], how="left_anti") if anti_join else firsts
+        if n_succ < SMALL_LEVEL:
+            ordered = new.coalesce(1).sortWithinPartitions("_key", "_fp", "_fp2")
+        else:
+            ordered = new.orderBy("_key", "_fp", "_fp2")
+        cand = ordered.select(
+            *self.vars, "_fp", "_fp2", F.lit(depth).cast("int").alias("_depth"),
+            F.monotonically_increasing_id().alias("_ord"),
+            "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
+            F.expr(self.in_model_expr).alias("_in_model"),
+        )
+        return self.suite.with_columns(cand).persist(StorageLevel.MEMORY_AND_DISK)
+
+    def write_level(self, cand: DataFrame, depth: int) -> None:
+        (cand.where("_in_model").select(*self.table_cols)
+         .write.mode("overwrite").parquet(str(self.store.level_dir(depth))))
+
+    def first_violation(self, cand: DataFrame, failed: list[str]) -> tuple[dict, str]:
+        cond = " OR ".join(f"NOT `{InvariantSuite.column(n)}`" for n in failed)
+        row = cand.where(cond).orderBy("_ord").limit(1).collect()[0].asDict(recursive=True)
+        # TLC evaluates a state's invariants in the configuration's order and names the first that fails.
+        name = next(n for n in self.spec.invariants if row.get(InvariantSuite.column(n)) is False)
+        return row, name
+
+    # ---- the loop -------------------------------------------------------------------------
+    def run(self, resume_from: int, totals: tuple[int, int]) -> dict[str, Any]:
+        distinct_total, generated_total = totals
+        depth = resume_from
+        if depth == 0:
+            t0 = time.time()
+            init = self.cm.init(self.spark)
+            fps = init.selectExpr("*", *self.fp_exprs).selectExpr(
+                "*", "CAST(NULL AS BIGINT) AS _parent_fp", "CAST(NULL AS BIGINT) AS _parent_fp2",
+                "CAST(NULL AS BIGINT) AS _parent_ord").persist(StorageLevel.MEMORY_AND_DISK)
+            n_gen = fps.count()
+            cand = self.candidates(self.first_per_state(fps), 1, n_gen, anti_join=False)
+            finding = self._finish_level(cand, 1, n_gen, distinct_total, generated_total, t0, deadlocked=None)
+            fps.unpersist()
+            if finding:
+                return finding
+            distinct_total, generated_total = self._totals
+            depth = 1
+
+        while True:
+            t0 = time.time()
+            n_frontier = self._frontier_size(depth)
+            if n_frontier == 0:
+                return {"result": "ok", "depth": depth, "distinct": distinct_total, "generated": generated_total}
+            frontier = (self.read_level(depth)
+                        .selectExpr(*[f"`{v}`" for v in self.vars],
+                                    "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent",
+                                    "_ord", "_fp", "_fp2")
+                        .persist(StorageLevel.MEMORY_AND_DISK))
+            succ = (self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
+                    .selectExpr("*", *self.fp_exprs)
+                    .persist(StorageLevel.MEMORY_AND_DISK))
+            if self.spec.deadlock:
+                agg = succ.agg(F.count(F.lit(1)).alias("n"), F.count_distinct("_parent_ord").alias("p")).collect()[0]
+                n_gen, n_parents = int(agg["n"]), int(agg["p"])
+            else:
+                n_gen, n_parents = succ.count(), n_frontier
+            deadlocked = None
+            if n_parents < n_frontier:
+                enabled = succ.select(F.col("_parent_ord").alias("_ord")).distinct()
+                deadlocked = (frontier.join(enabled, on="_ord", how="left_anti")
+                              .orderBy("_ord").limit(1).collect()[0].asDict(recursive=True))
+            cand = self.candidates(self.first_per_state(succ), depth + 1, n_gen, anti_join=True)
+            finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked)
+            succ.unpersist()
+            frontier.unpersist()
+            if finding:
+                return finding
+            distinct_total, generated_total = self._totals
+            if self._last_new == 0:
+                return {"result": "ok", "depth": depth, "distinct": distinct_total, "generated": generated_total}
+            depth += 1
+
+    def _frontier_size(self, depth: int) -> int:
+        return next((f.new_states for f in self._figs if f.depth == depth), 0)
+
+    def _finish_level(self, cand: DataFrame, depth: int, n_gen: int, distinct_total: int,
+                      generated_total: int, t0: float, deadlocked: dict | None) -> dict | None:
+        counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"),
+                          F.count_if(~F.col("_in_model")).alias("o")).collect()[0]
+        n_new, n_out = int(counts["i"]), int(counts["o"])
+        report = self.suite.validate(cand)
+        violation = None
+        if not report.success:
+            row, name = self.first_violation(cand, report.failed)
+            violation = (row, name)
+        if deadlocked is not None and (violation is None or deadlocked["_ord"] < violation[0]["_parent_ord"]):
+            cand.unpersist()
+            return {"result": "deadlock", "depth": depth - 1, "state": deadlocked,
+                    "distinct": distinct_total, "generated": generated_total + n_gen}
+        if n_new:
+            self.write_level(cand, depth)
+        fig = LevelFigures(depth, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
+                           round(time.time() - t0, 3), finding=violation[1] if violation else None)
+        if n_new or violation:
+            self.store.commit_level(fig)
+        self._figs.append(fig)
+        self._totals = (fig.distinct_total, fig.generated_total)
+        self._last_new = n_new
+        cand.unpersist()
+        if self.progress:
+            self.progress(fig, n_new)
+        if violation:
+            row, name = violation
+            return {"result": "invariant_violated", "invariant": name, "depth": depth, "state": row,
+                    "distinct": fig.distinct_total, "generated": fig.generated_total}
+        return None
+
+
+def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress: ProgressFn | None = None,
+          fresh: bool = False, spark: SparkSession | None = None) -> Outcome:
+    started = time.time()
+    warehouse = check_warehouse(Path(warehouse))
+    t_spark = time.time()
+    spark = spark or get_spark(master)
+    spark_startup = time.time() - t_spark
+    declare_constants(spark, spec.model, spec.constants)
+    cm = compile_model(spark, spec.model)
+    suite = InvariantSuite(spark, spec.model.name, cm.invariant_exprs, spec.invariants,
+                           {n: str(f.path) for n, f in spec.model.invariants.items()})
+    run_root = warehouse / spec.model.name / spec.run_id
+    if fresh and run_root.exists():
+        shutil.rmtree(run_root)
+    store = RunStore(warehouse, spec.model.name, spec.run_id, cm.schema)
+    store.open(run_spec_json(spec))
+    try:
+        done = store.read_outcome()
+        if done is not None:
+            return _outcome_from_row(spec, done, store, time.time() - started)
+        search = _Search(spark, spec, cm, store, suite, progress)
+        resume_from, totals = 0, (0, 0)
+        figs = store.level_figures()
+        if figs:
+            store.repair_levels()
+            # A level committed with a finding is derived again from the level before it.
+            while figs and figs[-1].finding:
+                figs.pop()
+            if figs:
+                resume_from = figs[-1].depth
+                totals = (figs[-1].distinct_total, figs[-1].generated_total)
+            search._figs = figs
+        res = search.run(resume_from, totals)
+        trace: list[dict[str, Any]] = []
+        violated = None
+        if res["result"] != "ok":
+            trace = build_trace(store, res["state"], search.vars)
+            violated = res.get("invariant")
+        seconds = time.time() - started
+        out = Outcome(
+            model=spec.model.name, config=spec.config, constants=spec.constants, invariants=spec.invariants,
+            deadlock_check=spec.deadlock, result=res["result"], violated_invariant=violated,
+            distinct_states=res["distinct"], states_generated=res["generated"], depth=res["depth"],
+            trace=trace, run_id=spec.run_id, tables={}, seconds=seconds, resumed_from_depth=resume_from,
+            spark_startup_seconds=spark_startup,
+            level_seconds=[f.seconds for f in search._figs],
+        )
+        store.write_outcome(_outcome_row(out), trace_table_rows(trace, spec.run_id),
+                            trace_arrow_schema(store.arrow_schema, search.vars))
+        out.tables = store.tables()
+        return out
+    finally:
+        store.close()
+
+
+def public_trace(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"action": t["action"], "state": t["state"]} for t in trace]
+
+
+def run_spec_json(spec: RunSpec) -> dict[str, Any]:
+    return {"run_id": spec.run_id, "model": spec.model.name, "config": spec.config,
+            "constants": spec.constants, "invariants": spec.invariants, "constraints": spec.constraints,
+            "deadlock": spec.deadlock, "model_digest": spec.model.digest, **spec.extra}
+
+
+def _outcome_row(o: Outcome) -> dict[str, Any]:
+    return {
+        "run_id": o.run_id, "model": o.model, "config": o.config,
+        "constants": json.dumps(o.constants, sort_keys=True), "invariants": json.dumps(o.invariants),
+        "deadlock_check": o.deadlock_check, "result": o.result, "violated_invariant": o.violated_invariant,
+        "distinct_states": o.distinct_states, "states_generated": o.states_generated, "depth": o.depth,
+        "trace_length": len(o.trace), "trace": json.dumps(public_trace(o.trace)), "seconds": o.seconds,
+        "fingerprint": o.fingerprint, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _outcome_from_row(spec: RunSpec, row: dict[str, Any], store: RunStore, seconds: float) -> Outcome:
+    return Outcome(
+        model=row["model"], config=row["config"], constants=json.loads(row["constants"]),
+        invariants=json.loads(row["invariants"]), deadlock_check=row["deadlock_check"], result=row["result"],
+        violated_invariant=row["violated_invariant"], distinct_states=row["distinct_states"],
+        states_generated=row["states_generated"], depth=row["depth"], trace=json.loads(row["trace"]),
+        run_id=row["run_id"], tables=store.tables(), seconds=seconds, from_cache=True,
+    )

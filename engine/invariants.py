@@ -1,0 +1,79 @@
+"""Invariants as a Great Expectations suite.
+
+Each invariant is a boolean SQL expression over one state (a TLA+ state predicate). For a batch of
+states the engine adds one column per invariant, ``_inv_<Name>``, and the suite holds one
+``ExpectColumnValuesToBeInSet([True])`` per invariant. Expectations over the same batch are bundled
+by GX into a single Spark aggregation, so a level costs one validation pass however many invariants
+the model has. The same suite validates a finished run's whole table (``engine audit``).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["InvariantSuite", "ValidationReport"]
+
+
+@dataclass
+class ValidationReport:
+    success: bool
+    failed: list[str]            # invariant names, in the configuration's order
+    unexpected: dict[str, int]   # per invariant: how many states violate it (when GX reports it)
+    rows: int
+
+
+class InvariantSuite:
+    def __init__(self, spark: SparkSession, model_name: str, exprs: dict[str, str], names: list[str],
+                 files: dict[str, str] | None = None):
+        self.spark = spark
+        self.names = list(names)
+        self.exprs = {n: exprs[n] for n in self.names}
+        self._vd = None
+        if not self.names:
+            return
+        os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+        logging.getLogger("great_expectations").setLevel(logging.ERROR)
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        ctx = gx.get_context(mode="ephemeral")
+        ctx.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+        # persist=False: the engine caches the level itself; GX's default would cache every batch again.
+        source = ctx.data_sources.add_spark(f"{model_name}_states", persist=False)
+        asset = source.add_dataframe_asset("level")
+        batch_def = asset.add_batch_definition_whole_dataframe("whole_level")
+        suite = ctx.suites.add(gx.ExpectationSuite(name=f"{model_name}.invariants"))
+        for n in self.names:
+            suite.add_expectation(gx.expectations.ExpectColumnValuesToBeInSet(
+                column=self.column(n), value_set=[True],
+                description=f"invariant {n} holds in every state",
+                meta={"invariant": n, "sql": self.exprs[n].strip(), "file": (files or {}).get(n, "")},
+            ))
+        self._vd = ctx.validation_definitions.add(
+            gx.ValidationDefinition(name=f"{model_name}.invariants.level", data=batch_def, suite=suite))
+
+    @staticmethod
+    def column(name: str) -> str:
+        return f"_inv_{name}"
+
+    def with_columns(self, df: DataFrame) -> DataFrame:
+        """``df`` plus one boolean column per invariant (an evaluation that yields NULL counts as false)."""
+        if not self.names:
+            return df
+        return df.selectExpr("*", *[f"coalesce({self.exprs[n]}, false) AS `{self.column(n)}`" for n in self.names])
+
+    def validate(self, df_with_columns: DataFrame, result_format: str = "BOOLEAN_ONLY") -> ValidationReport:
+        if self._vd is None:
+            return ValidationReport(True, [], {}, -1)
+        res = self._vd.run(batch_parameters={"dataframe": df_with_columns}, result_format=result_format)
+        failed_cols = {r.expectation_config.kwargs["column"]: r for r in res.results if not r.success}
+        failed = [n for n in self.names if self.column(n) in failed_cols]
+        unexpected = {}
+        for n in failed:
+            count = (failed_cols[self.column(n)].result or {}).get("unexpected_count")
+            if count is not None:
+                unexpected[n] = int(count)
+        return ValidationReport(bool(res.success), failed, unexpected, -1)

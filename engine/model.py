@@ -1,0 +1,402 @@
+"""Loading a model: its schema (YAML), its SQL files, its constants and named configurations.
+
+A model is data: ``schemas/<name>.yml`` plus ``actions_sql/<name>/<Operator>.sql``. Everything is
+checked here, before Spark starts, so that a malformed model is rejected with a message naming the
+file and saying how to fix it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ModelError, UsageError
+
+__all__ = [
+    "Constant", "Variable", "SqlFile", "Model", "RunSpec",
+    "default_models_root", "list_models", "load_model", "resolve_run",
+]
+
+IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+MODEL_VALUE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+INT = re.compile(r"^-?[0-9]+$")
+
+CONSTANT_TYPES = {
+    "int": "INT",
+    "bool": "BOOLEAN",
+    "model_value": "STRING",
+    "set<int>": "ARRAY<INT>",
+    "set<model_value>": "ARRAY<STRING>",
+}
+SUCCESSOR_ORDERS = ("action_first", "choice_first")
+MAX_ACTIONS = 64  # the successor-order key packs the action index into 6 bits
+
+_MODEL_KEYS = {
+    "name", "title", "source", "constants", "variables", "init", "actions", "invariants",
+    "constraints", "configurations", "default_configuration", "successor_order", "symmetry", "doc",
+}
+_CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock"}
+
+
+@dataclass(frozen=True)
+class Constant:
+    name: str
+    type: str
+    default: Any
+    doc: str = ""
+
+    @property
+    def sql_type(self) -> str:
+        return CONSTANT_TYPES[self.type]
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    type: str
+    doc: str = ""
+    tla: str = ""
+
+
+@dataclass(frozen=True)
+class SqlFile:
+    name: str
+    kind: str  # init | action | invariant | constraint
+    path: Path
+    text: str
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    title: str
+    schema_path: Path
+    sql_dir: Path
+    constants: dict[str, Constant]
+    variables: list[Variable]
+    init: SqlFile
+    actions: list[SqlFile]
+    invariants: dict[str, SqlFile]
+    constraints: dict[str, SqlFile]
+    configurations: dict[str, dict[str, Any]]
+    default_configuration: str
+    successor_order: str
+    symmetry: list[str]
+    source: dict[str, Any]
+    digest: str
+
+    @property
+    def variable_names(self) -> list[str]:
+        return [v.name for v in self.variables]
+
+    def sql_files(self) -> list[SqlFile]:
+        return [self.init, *self.actions, *self.invariants.values(), *self.constraints.values()]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that determines a run's outcome; its hash is the run id."""
+
+    model: Model
+    config: str
+    constants: dict[str, Any]
+    invariants: list[str]
+    constraints: list[str]
+    deadlock: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        payload = json.dumps(
+            {
+                "model": self.model.name,
+                "model_digest": self.model.digest,
+                "config": self.config,
+                "constants": self.constants,
+                "invariants": self.invariants,
+                "constraints": self.constraints,
+                "deadlock": self.deadlock,
+                **self.extra,
+            },
+            sort_keys=True,
+        )
+        return f"{self.config}-{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
+
+
+def default_models_root() -> Path:
+    """The folder holding ``schemas/`` and ``actions_sql/``: $SSE_MODELS, else this checkout."""
+    env = os.environ.get("SSE_MODELS")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent.parent
+    if (here / "schemas").is_dir():
+        return here
+    return Path.cwd()
+
+
+def list_models(root: Path | None = None) -> list[str]:
+    root = Path(root) if root else default_models_root()
+    schemas = root / "schemas"
+    if not schemas.is_dir():
+        raise ModelError(f"{schemas}: no schemas folder; pass --models DIR (a folder with schemas/ and actions_sql/)")
+    return sorted(p.stem for p in schemas.glob("*.yml"))
+
+
+def _fail(path: Path, msg: str) -> ModelError:
+    return ModelError(f"{path}: {msg}")
+
+
+def _str_list(path: Path, data: dict, key: str, required: bool = True) -> list[str]:
+    value = data.get(key, [] if not required else None)
+    if value is None:
+        raise _fail(path, f"missing '{key}:' (a list of names)")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(path, f"'{key}:' must be a list of names, got {value!r}")
+    for v in value:
+        if not IDENT.match(v):
+            raise _fail(path, f"'{key}:' entry {v!r} is not a valid name (letters, digits, _; starting with a letter)")
+    if len(set(value)) != len(value):
+        raise _fail(path, f"'{key}:' names something twice: {value}")
+    return value
+
+
+def _read_sql(path: Path, name: str, kind: str, schema_path: Path) -> SqlFile:
+    if not path.is_file():
+        raise ModelError(
+            f"{schema_path}: {kind} '{name}' has no SQL file; create {path} "
+            f"(or remove '{name}' from the schema)"
+        )
+    text = path.read_text()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if not first.startswith("--"):
+        raise _fail(path, "must open with a comment naming the TLA+ or P operator it translates, "
+                          "e.g. '-- Spec.tla: Action(c)'")
+    if not text.strip() or all(line.strip().startswith("--") or not line.strip() for line in text.splitlines()):
+        raise _fail(path, "holds no SQL")
+    return SqlFile(name=name, kind=kind, path=path, text=text)
+
+
+def load_model(name: str, root: Path | None = None) -> Model:
+    root = Path(root) if root else default_models_root()
+    schema_path = root / "schemas" / f"{name}.yml"
+    if not schema_path.is_file():
+        known = ", ".join(list_models(root)) or "none"
+        raise UsageError(f"unknown model '{name}': there is no {schema_path} (models: {known})")
+    try:
+        data = yaml.safe_load(schema_path.read_text())
+    except yaml.YAMLError as exc:
+        raise _fail(schema_path, f"is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise _fail(schema_path, "must be a YAML mapping")
+    unknown = set(data) - _MODEL_KEYS
+    if unknown:
+        raise _fail(schema_path, f"unknown keys {sorted(unknown)}; allowed: {sorted(_MODEL_KEYS)}")
+    if data.get("name") != name:
+        raise _fail(schema_path, f"'name:' is {data.get('name')!r} but the file is named for '{name}'")
+
+    constants: dict[str, Constant] = {}
+    for cname, spec in (data.get("constants") or {}).items():
+        if not IDENT.match(str(cname)):
+            raise _fail(schema_path, f"constant {cname!r} is not a valid name")
+        if not isinstance(spec, dict) or "type" not in spec or "default" not in spec:
+            raise _fail(schema_path, f"constant {cname}: give 'type:' and 'default:'")
+        ctype = spec["type"]
+        if ctype not in CONSTANT_TYPES:
+            raise _fail(schema_path, f"constant {cname}: type {ctype!r} is not one of {sorted(CONSTANT_TYPES)}")
+        const = Constant(cname, ctype, None, spec.get("doc", ""))
+        try:
+            default = coerce_constant(const, spec["default"])
+        except UsageError as exc:
+            raise _fail(schema_path, f"default of {exc}") from None
+        constants[cname] = Constant(cname, ctype, default, spec.get("doc", ""))
+
+    raw_vars = data.get("variables")
+    if not isinstance(raw_vars, dict) or not raw_vars:
+        raise _fail(schema_path, "'variables:' must map each state variable to its type")
+    variables = []
+    for vname, spec in raw_vars.items():
+        if not IDENT.match(str(vname)):
+            raise _fail(schema_path, f"variable {vname!r}: names start with a letter (a leading _ is reserved for the engine)")
+        if isinstance(spec, str):
+            spec = {"type": spec}
+        if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
+            raise _fail(schema_path, f"variable {vname}: give 'type:' as a Spark SQL type, e.g. array<int>")
+        variables.append(Variable(vname, spec["type"], spec.get("doc", ""), spec.get("tla", "")))
+    clash = set(constants) & {v.name for v in variables}
+    if clash:
+        raise _fail(schema_path, f"{sorted(clash)} are both constants and variables")
+
+    sql_dir = root / "actions_sql" / name
+    if not sql_dir.is_dir():
+        raise _fail(schema_path, f"no SQL folder {sql_dir}")
+    init_name = data.get("init")
+    if not isinstance(init_name, str) or not IDENT.match(init_name):
+        raise _fail(schema_path, "'init:' must name the initial-state SQL file (e.g. Init)")
+    action_names = _str_list(schema_path, data, "actions")
+    if not action_names:
+        raise _fail(schema_path, "'actions:' is empty")
+    if len(action_names) > MAX_ACTIONS:
+        raise _fail(schema_path, f"at most {MAX_ACTIONS} actions are supported")
+    inv_names = _str_list(schema_path, data, "invariants", required=False)
+    con_names = _str_list(schema_path, data, "constraints", required=False)
+    all_names = [init_name, *action_names, *inv_names, *con_names]
+    dup = {n for n in all_names if all_names.count(n) > 1}
+    if dup:
+        raise _fail(schema_path, f"{sorted(dup)} named more than once among init, actions, invariants, constraints")
+
+    init = _read_sql(sql_dir / f"{init_name}.sql", init_name, "init", schema_path)
+    actions = [_read_sql(sql_dir / f"{a}.sql", a, "action", schema_path) for a in action_names]
+    invariants = {i: _read_sql(sql_dir / f"{i}.sql", i, "invariant", schema_path) for i in inv_names}
+    constraints = {c: _read_sql(sql_dir / f"{c}.sql", c, "constraint", schema_path) for c in con_names}
+    declared = set(all_names)
+    stray = sorted(p.name for p in sql_dir.glob("*.sql") if p.stem not in declared)
+    if stray:
+        raise _fail(sql_dir, f"SQL files {stray} are not declared in {schema_path.name}; "
+                             "list them under init, actions, invariants or constraints, or remove them")
+
+    order = data.get("successor_order", "action_first")
+    if order not in SUCCESSOR_ORDERS:
+        raise _fail(schema_path, f"'successor_order:' must be one of {SUCCESSOR_ORDERS}")
+    symmetry = _str_list(schema_path, data, "symmetry", required=False)
+    for s in symmetry:
+        if s not in constants or constants[s].type != "set<model_value>":
+            raise _fail(schema_path, f"symmetry set {s} must be a constant of type set<model_value>")
+
+    configurations = data.get("configurations") or {}
+    if not isinstance(configurations, dict) or not configurations:
+        raise _fail(schema_path, "'configurations:' must name at least one configuration")
+    model_stub = dict(constants=constants, invariants=inv_names, constraints=con_names)
+    for cfg_name, cfg in configurations.items():
+        _check_config(schema_path, str(cfg_name), cfg, model_stub)
+    default_cfg = data.get("default_configuration", next(iter(configurations)))
+    if default_cfg not in configurations:
+        raise _fail(schema_path, f"'default_configuration:' {default_cfg!r} is not under configurations")
+
+    digest = hashlib.sha256()
+    digest.update(schema_path.read_bytes())
+    for f in [init, *actions, *invariants.values(), *constraints.values()]:
+        digest.update(f.name.encode() + b"\0" + f.text.encode())
+
+    return Model(
+        name=name, title=data.get("title", name), schema_path=schema_path, sql_dir=sql_dir,
+        constants=constants, variables=variables, init=init, actions=actions,
+        invariants=invariants, constraints=constraints, configurations=configurations,
+        default_configuration=default_cfg, successor_order=order, symmetry=symmetry,
+        source=data.get("source") or {}, digest=digest.hexdigest(),
+    )
+
+
+def _check_config(path: Path, name: str, cfg: Any, model: dict) -> None:
+    if not isinstance(cfg, dict):
+        raise _fail(path, f"configuration {name} must be a mapping")
+    unknown = set(cfg) - _CONFIG_KEYS
+    if unknown:
+        raise _fail(path, f"configuration {name}: unknown keys {sorted(unknown)}; allowed: {sorted(_CONFIG_KEYS)}")
+    for cname, value in (cfg.get("constants") or {}).items():
+        if cname not in model["constants"]:
+            raise _fail(path, f"configuration {name} sets unknown constant {cname}")
+        try:
+            coerce_constant(model["constants"][cname], value)
+        except UsageError as exc:
+            raise _fail(path, f"configuration {name}: {exc}") from None
+    for key in ("invariants", "constraints"):
+        for n in cfg.get(key) or []:
+            if n not in model[key]:
+                raise _fail(path, f"configuration {name} lists unknown {key[:-1]} {n}; known: {model[key]}")
+    if "deadlock" in cfg and not isinstance(cfg["deadlock"], bool):
+        raise _fail(path, f"configuration {name}: 'deadlock:' must be true or false")
+
+
+def _split_set(text: str) -> list[str]:
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def coerce_constant(const: Constant, value: Any) -> Any:
+    """Check a constant's value (from YAML or from ``--set``) and return it in canonical form."""
+    t = const.type
+
+    def bad(expected: str) -> UsageError:
+        return UsageError(f"constant {const.name} has type {t}: {value!r} is not {expected}")
+
+    if t == "int":
+        if isinstance(value, bool):
+            raise bad("an integer")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and INT.match(value.strip()):
+            return int(value)
+        raise bad("an integer")
+    if t == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip() in ("TRUE", "FALSE"):
+            return value.strip() == "TRUE"
+        raise bad("TRUE or FALSE")
+    if t == "model_value":
+        if isinstance(value, str) and MODEL_VALUE.match(value.strip()):
+            return value.strip()
+        raise bad("a model value (a name such as c1)")
+    if t.startswith("set<"):
+        items = _split_set(value) if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise bad("a set, written a,b,c")
+        out = []
+        for item in items:
+            if t == "set<int>":
+                if isinstance(item, bool) or not (isinstance(item, int) or (isinstance(item, str) and INT.match(item))):
+                    raise bad("a set of integers, written 1,2,3")
+                out.append(int(item))
+            else:
+                if not (isinstance(item, str) and MODEL_VALUE.match(item)):
+                    raise bad("a set of model values, written c1,c2")
+                out.append(item)
+        return sorted(set(out))
+    raise bad(t)  # pragma: no cover - types are checked at load
+
+
+def resolve_run(
+    model: Model,
+    config: str | None = None,
+    sets: list[str] | None = None,
+    invariants: list[str] | None = None,
+    deadlock: bool | None = None,
+    extra: dict[str, Any] | None = None,
+) -> RunSpec:
+    """Apply a named configuration, then ``--set`` overrides and ``--invariant`` choices."""
+    cfg_name = config or model.default_configuration
+    if cfg_name not in model.configurations:
+        raise UsageError(f"model {model.name} has no configuration '{cfg_name}' "
+                         f"(configurations: {', '.join(model.configurations)})")
+    cfg = model.configurations[cfg_name]
+    constants = {n: c.default for n, c in model.constants.items()}
+    for n, v in (cfg.get("constants") or {}).items():
+        constants[n] = coerce_constant(model.constants[n], v)
+    for item in sets or []:
+        if "=" not in item:
+            raise UsageError(f"--set expects CONST=VALUE, got {item!r}")
+        n, v = item.split("=", 1)
+        n = n.strip()
+        if n not in model.constants:
+            raise UsageError(f"model {model.name} has no constant '{n}' "
+                             f"(constants: {', '.join(model.constants) or 'none'})")
+        constants[n] = coerce_constant(model.constants[n], v)
+    inv = list(cfg.get("invariants", list(model.invariants)))
+    if invariants:
+        for i in invariants:
+            if i not in model.invariants:
+                raise UsageError(f"model {model.name} has no invariant '{i}' "
+                                 f"(invariants: {', '.join(model.invariants) or 'none'})")
+        inv = list(dict.fromkeys(invariants))
+    cons = list(cfg.get("constraints", list(model.constraints)))
+    dl = cfg.get("deadlock", True) if deadlock is None else deadlock
+    return RunSpec(model=model, config=cfg_name, constants=constants, invariants=inv,
+                   constraints=cons, deadlock=bool(dl), extra=dict(extra or {}))

@@ -1,0 +1,56 @@
+"""The Spark session: tuned for many small breadth-first levels, with the model's constants as
+SQL session variables so that every action, invariant and ad-hoc query can name them."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from .model import Model
+
+__all__ = ["get_spark", "declare_constants", "sql_literal"]
+
+
+def get_spark(master: str | None = None, app_name: str = "state-space-engine",
+              conf: dict[str, str] | None = None) -> SparkSession:
+    master = master or os.environ.get("SSE_SPARK_MASTER") or "local[2]"
+    builder = (
+        SparkSession.builder.master(master).appName(app_name)
+        # A level is often a few hundred rows: 200 shuffle partitions would be 200 tasks of nothing.
+        .config("spark.sql.shuffle.partitions", os.environ.get("SSE_SHUFFLE_PARTITIONS", "4"))
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.ui.enabled", os.environ.get("SSE_SPARK_UI", "false"))
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", os.environ.get("SSE_DRIVER_MEMORY", "6g"))
+        .config("spark.sql.ansi.enabled", "true")
+        .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+        .config("spark.hadoop.parquet.enable.summary-metadata", "false")
+        .config("spark.sql.parquet.compression.codec", "zstd")
+        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
+    )
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def sql_literal(value: Any, sql_type: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, list):
+        inner = ", ".join(sql_literal(v, "") for v in value)
+        return f"CAST(array({inner}) AS {sql_type})"
+    raise TypeError(f"cannot write {value!r} as SQL")
+
+
+def declare_constants(spark: SparkSession, model: Model, constants: dict[str, Any]) -> None:
+    """Each constant becomes ``DECLARE VARIABLE``: SQL names it directly (sets are sorted arrays)."""
+    for name, const in model.constants.items():
+        lit = sql_literal(constants[name], const.sql_type)
+        spark.sql(f"DECLARE OR REPLACE VARIABLE `{name}` {const.sql_type} DEFAULT {lit}")
