@@ -68,6 +68,28 @@ class Outcome:
 ProgressFn = Callable[[LevelFigures, int], None]
 
 
+class _Timer:
+    """Per-stage wall time of each level, printed to stderr when SSE_PROFILE is set."""
+
+    def __init__(self) -> None:
+        import os
+        self.on = bool(os.environ.get("SSE_PROFILE"))
+        self.last = time.time()
+        self.parts: list[str] = []
+
+    def mark(self, label: str) -> None:
+        if self.on:
+            now = time.time()
+            self.parts.append(f"{label}={now - self.last:.3f}")
+            self.last = now
+
+    def flush(self, depth: int) -> None:
+        if self.on:
+            print(f"  profile depth {depth}: " + " ".join(self.parts), file=sys.stderr, flush=True)
+        self.parts = []
+        self.last = time.time()
+
+
 class _Search:
     def __init__(self, spark: SparkSession, spec: RunSpec, cm: CompiledModel, store: RunStore,
                  suite: InvariantSuite, progress: ProgressFn | None):
@@ -82,6 +104,7 @@ class _Search:
         self._figs: list[LevelFigures] = []
         self._totals = (0, 0)
         self._last_new = 0
+        self.timer = _Timer()
 
     # ---- stages ---------------------------------------------------------------------------
     def read_level(self, depth: int) -> DataFrame:
@@ -153,6 +176,7 @@ class _Search:
                                     "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent",
                                     "_ord", "_fp", "_fp2")
                         .persist(StorageLevel.MEMORY_AND_DISK))
+            self.timer.mark("frontier")
             succ = (self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
                     .selectExpr("*", *self.fp_exprs)
                     .persist(StorageLevel.MEMORY_AND_DISK))
@@ -161,12 +185,15 @@ class _Search:
                 n_gen, n_parents = int(agg["n"]), int(agg["p"])
             else:
                 n_gen, n_parents = succ.count(), n_frontier
+            self.timer.mark("expand")
             deadlocked = None
             if n_parents < n_frontier:
                 enabled = succ.select(F.col("_parent_ord").alias("_ord")).distinct()
-                deadlocked = (frontier.join(enabled, on="_ord", how="left_anti")
-                              .orderBy("_ord").limit(1).collect()[0].asDict(recursive=True))
+                first = (frontier.join(enabled, on="_ord", how="left_anti")
+                         .orderBy("_ord").limit(1).select("_fp", "_fp2").collect()[0])
+                deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
             cand = self.candidates(self.first_per_state(succ), depth + 1, n_gen, anti_join=True)
+            self.timer.mark("plan")
             finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked)
             succ.unpersist()
             frontier.unpersist()
@@ -185,7 +212,9 @@ class _Search:
         counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"),
                           F.count_if(~F.col("_in_model")).alias("o")).collect()[0]
         n_new, n_out = int(counts["i"]), int(counts["o"])
+        self.timer.mark("dedupe")
         report = self.suite.validate(cand)
+        self.timer.mark("gx")
         violation = None
         if not report.success:
             row, name = self.first_violation(cand, report.failed)
@@ -196,10 +225,13 @@ class _Search:
                     "distinct": distinct_total, "generated": generated_total + n_gen}
         if n_new:
             self.write_level(cand, depth)
+        self.timer.mark("write")
         fig = LevelFigures(depth, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
                            round(time.time() - t0, 3), finding=violation[1] if violation else None)
         if n_new or violation:
             self.store.commit_level(fig)
+        self.timer.mark("commit")
+        self.timer.flush(depth)
         self._figs.append(fig)
         self._totals = (fig.distinct_total, fig.generated_total)
         self._last_new = n_new

@@ -13,8 +13,8 @@ __all__ = ["Progress", "format_value", "format_trace", "format_summary"]
 class Progress:
     """One line per level on stderr, in the spirit of TLC; a live bar when stderr is a terminal."""
 
-    def __init__(self, stream: TextIO = sys.stderr, quiet: bool = False):
-        self.stream = stream
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False):
+        self.stream = stream = stream or sys.stderr
         self.quiet = quiet
         self.start = time.time()
         self.bar = None

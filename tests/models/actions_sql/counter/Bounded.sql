@@ -1,0 +1,2 @@
+-- Counter.tla: Bounded (invariant)
+x <= Limit

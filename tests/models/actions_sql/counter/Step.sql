@@ -1,0 +1,15 @@
+-- Counter.tla: Step(s) for \E s \in Steps
+WITH choices AS (
+    SELECT f.*, st.si, st.s
+    FROM frontier AS f
+    CROSS JOIN (SELECT posexplode(Steps) AS (si, s)) AS st
+),
+enabled AS (
+    SELECT * FROM choices WHERE x + s <= Max
+),
+final AS (
+    SELECT x + s AS x, array_sort(array_distinct(array_append(visited, x + s))) AS visited,
+           _parent, si AS _choice
+    FROM enabled
+)
+SELECT * FROM final

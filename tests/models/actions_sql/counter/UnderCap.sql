@@ -1,0 +1,2 @@
+-- Counter.tla: UnderCap (state constraint)
+x < Cap

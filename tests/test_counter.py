@@ -1,0 +1,125 @@
+"""The engine on a toy model, against an independent breadth-first search written in Python
+with TLC's semantics (state constraint, invariants on every new successor, deadlock)."""
+import json
+
+import pytest
+from deltalake import DeltaTable
+
+from conftest import TEST_MODELS, run_cli
+
+
+def bfs(steps, max_, limit=99, cap=99, deadlock=True):
+    def inv(s):
+        return s[0] <= limit
+
+    def in_model(s):
+        return s[0] < cap
+
+    def succ(s):
+        x, vis = s
+        return [(x + d, tuple(sorted(set(vis) | {x + d}))) for d in sorted(steps) if x + d <= max_]
+
+    init = (0, (0,))
+    generated = 1
+    if not inv(init):
+        return {"result": "invariant_violated", "trace_length": 1}
+    seen = {init} if in_model(init) else set()
+    frontier = [init] if in_model(init) else []
+    depth = 1 if frontier else 0
+    while frontier:
+        nxt = []
+        for s in frontier:
+            ss = succ(s)
+            if not ss and deadlock:
+                return {"result": "deadlock", "trace_length": depth, "last_x": s[0]}
+            for t in ss:
+                generated += 1
+                if t in seen:
+                    continue
+                if not inv(t):
+                    return {"result": "invariant_violated", "trace_length": depth + 1}
+                if in_model(t):
+                    seen.add(t)
+                    nxt.append(t)
+        if nxt:
+            depth += 1
+        frontier = nxt
+    return {"result": "ok", "distinct": len(seen), "generated": generated, "depth": depth}
+
+
+def check(capsys, tmp_path, *args):
+    code, out, err = run_cli(capsys, "--models", str(TEST_MODELS), "check", "counter",
+                             "--warehouse", str(tmp_path / "wh"), "--json", *args)
+    assert out.strip(), err
+    return code, json.loads(out), err
+
+
+def test_complete_search_matches_reference(capsys, tmp_path):
+    code, res, err = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
+    want = bfs({1, 2}, 6, deadlock=False)
+    assert code == 0, err
+    assert (res["result"], res["distinct_states"], res["states_generated"], res["depth"]) == \
+        ("ok", want["distinct"], want["generated"], want["depth"])
+    assert res["trace"] == []
+    assert DeltaTable(res["tables"]["states"]).to_pyarrow_table().num_rows == want["distinct"]
+    assert "Progress(" in err
+
+
+def test_state_constraint_follows_tlc(capsys, tmp_path):
+    code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,3",
+                         "--set", "Max=9", "--set", "Cap=6")
+    want = bfs({1, 3}, 9, cap=6, deadlock=False)
+    assert code == 0
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
+
+
+def test_deadlock_is_found_with_shortest_trace(capsys, tmp_path):
+    code, res, _ = check(capsys, tmp_path, "--set", "Steps=1,2", "--set", "Max=5")
+    want = bfs({1, 2}, 5)
+    assert code == 11
+    assert res["result"] == "deadlock" and res["violated_invariant"] is None
+    assert len(res["trace"]) == want["trace_length"]
+    assert res["trace"][0]["action"] == "Init"
+    assert res["trace"][-1]["state"]["x"] == want["last_x"]
+
+
+def test_no_deadlock_flag_turns_deadlock_checking_off(capsys, tmp_path):
+    code, res, _ = check(capsys, tmp_path, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=5")
+    assert code == 0 and res["result"] == "ok"
+    assert res["distinct_states"] == bfs({1, 2}, 5, deadlock=False)["distinct"]
+
+
+def test_invariant_violation_stops_at_shallowest_level(capsys, tmp_path):
+    code, res, err = check(capsys, tmp_path, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
+                           "--set", "Limit=5")
+    want = bfs({1, 2}, 8, limit=5, deadlock=False)
+    assert code == 12
+    assert res["result"] == "invariant_violated" and res["violated_invariant"] == "Bounded"
+    assert len(res["trace"]) == want["trace_length"]
+    assert [t["action"] for t in res["trace"]][0] == "Init"
+    assert res["trace"][-1]["state"]["x"] > 5
+    # each step is a real successor of the one before: x grows by a step in {1, 2}
+    xs = [t["state"]["x"] for t in res["trace"]]
+    assert all(b - a in (1, 2) for a, b in zip(xs, xs[1:]))
+    trace_rows = DeltaTable(res["tables"]["trace"]).to_pyarrow_table().to_pylist()
+    assert [r["x"] for r in sorted(trace_rows, key=lambda r: r["step"])] == xs
+
+
+def test_text_output_marks_changed_variables(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "--models", str(TEST_MODELS), "check", "counter", "--warehouse",
+                           str(tmp_path / "wh"), "--set", "Max=3", "--set", "Steps=1")
+    assert code == 11
+    assert "Error: Deadlock reached." in out
+    assert "State 1: <Initial predicate>" in out and "State 4: <Step>" in out
+    assert "*/\\ x = 1" in out and " /\\ x = 0" in out
+
+
+def test_completed_run_is_not_recomputed(capsys, tmp_path):
+    args = ("--config", "no_deadlock", "--set", "Max=4")
+    _, first, _ = check(capsys, tmp_path, *args)
+    _, again, _ = check(capsys, tmp_path, *args)
+    assert again["from_cache"] is True
+    assert again["distinct_states"] == first["distinct_states"]
+    _, fresh, _ = check(capsys, tmp_path, *args, "--fresh")
+    assert fresh["from_cache"] is False and fresh["distinct_states"] == first["distinct_states"]
