@@ -1,0 +1,84 @@
+"""Bad input gets a clear error that names what is wrong, exit status 2, and nothing written."""
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+
+def assert_bad(capsys, tmp_path, argv, *needles):
+    wh = tmp_path / "wh"
+    code, out, err = run_cli(capsys, *argv[:1], *argv[1:], *(["--warehouse", str(wh)] if argv[0] != "--models" else []))
+    assert code == 2, err
+    for n in needles:
+        assert n in err, err
+    assert not wh.exists(), "a rejected run must not write anything"
+    return err
+
+
+def test_unknown_model(capsys, tmp_path):
+    assert_bad(capsys, tmp_path, ["check", "nope"], "unknown model 'nope'", "ledger_chaining")
+
+
+def test_unknown_constant(capsys, tmp_path):
+    assert_bad(capsys, tmp_path, ["check", "ledger_chaining", "--set", "Bookies=b1"],
+               "no constant 'Bookies'", "Clients, LedgerLimit")
+
+
+@pytest.mark.parametrize("setting,needle", [
+    ("LedgerLimit=four", "constant LedgerLimit has type int: 'four' is not an integer"),
+    ("Clients=c1,2x", "constant Clients has type set<model_value>"),
+    ("LedgerLimit=TRUE", "is not an integer"),
+])
+def test_wrong_type(capsys, tmp_path, setting, needle):
+    assert_bad(capsys, tmp_path, ["check", "ledger_chaining", "--set", setting], needle)
+
+
+def test_unknown_invariant_and_configuration(capsys, tmp_path):
+    assert_bad(capsys, tmp_path, ["check", "ledger_chaining", "--invariant", "Nope"], "no invariant 'Nope'")
+    assert_bad(capsys, tmp_path, ["check", "ledger_chaining", "--config", "nope"], "no configuration 'nope'")
+
+
+def test_sql_syntax_error_names_the_file(capsys, tmp_path, model_copy):
+    f = model_copy / "actions_sql" / "ledger_chaining" / "LeaderChosen.sql"
+    f.write_text(f.read_text().replace("SELECT * FROM choices", "SELEC * FROM choices"))
+    wh = tmp_path / "wh"
+    code, _, err = run_cli(capsys, "--models", str(model_copy), "check", "ledger_chaining", "--warehouse", str(wh))
+    assert code == 2
+    assert str(f) in err and "SELEC" in err
+    assert not wh.exists()
+
+
+def test_action_missing_a_variable_names_the_file(capsys, tmp_path, model_copy):
+    f = model_copy / "actions_sql" / "ledger_chaining" / "Abdicate.sql"
+    f.write_text(f.read_text().replace("b_ledgers, next_entry_id,\n        _parent", "next_entry_id,\n        _parent"))
+    code, _, err = run_cli(capsys, "--models", str(model_copy), "check", "ledger_chaining",
+                           "--warehouse", str(tmp_path / "wh"))
+    assert code == 2 and str(f) in err and "missing ['b_ledgers']" in err
+
+
+def test_malformed_schema_names_the_file(capsys, tmp_path, model_copy):
+    f = model_copy / "schemas" / "ledger_chaining.yml"
+    f.write_text(f.read_text() + "\n  - : [\n")
+    code, _, err = run_cli(capsys, "--models", str(model_copy), "check", "ledger_chaining",
+                           "--warehouse", str(tmp_path / "wh"))
+    assert code == 2 and str(f) in err and "not valid YAML" in err
+
+
+def test_undeclared_sql_file_is_rejected(capsys, tmp_path, model_copy):
+    (model_copy / "actions_sql" / "ledger_chaining" / "Stray.sql").write_text("-- x\ntrue\n")
+    code, _, err = run_cli(capsys, "--models", str(model_copy), "models")
+    assert code == 2 and "Stray.sql" in err and "not declared" in err
+
+
+def test_warehouse_that_is_not_a_directory(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run_cli(capsys, "check", "ledger_chaining", "--warehouse", str(blocker / "wh"))
+    assert code == 2 and str(blocker) in err and "not a directory" in err
+
+
+def test_models_lists_constants_and_configurations(capsys):
+    code, out, _ = run_cli(capsys, "models")
+    assert code == 0
+    assert "ledger_chaining" in out and "LedgerLimit : int = 4" in out and "lc_c3_lim4 (default)" in out

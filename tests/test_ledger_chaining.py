@@ -1,0 +1,99 @@
+"""Ledger chaining against TLC's figures (shared/oracle: lc_c3_lim4)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+import yaml
+from deltalake import DeltaTable
+
+from conftest import ROOT, run_cli
+
+# TLC, LedgerChaining.tla, Clients = {c1,c2,c3}, CONSTRAINT md_next_lid < 4 (shared/oracle/README.md)
+TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH = 375_963, 2_207_914, 40
+
+
+def _cli(*args):
+    return [sys.executable, "-m", "engine", "check", "ledger_chaining", *args]
+
+
+def test_default_configuration_survives_kill_9_and_matches_tlc(tmp_path):
+    wh = tmp_path / "wh"
+    proc = subprocess.Popen(_cli("--warehouse", str(wh)), cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    killed_after = None
+    for line in proc.stderr:
+        if line.startswith("Progress(12)"):
+            os.kill(proc.pid, signal.SIGKILL)
+            killed_after = 12
+            break
+    proc.wait()
+    assert killed_after == 12, "the run ended before it could be killed"
+
+    done = subprocess.run(_cli("--warehouse", str(wh), "--json"), cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = json.loads(done.stdout)
+    assert res["resumed_from_depth"] >= 12
+    assert (res["result"], res["distinct_states"], res["states_generated"], res["depth"]) == \
+        ("ok", TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH)
+    assert res["violated_invariant"] is None and res["trace"] == []
+
+    states = DeltaTable(res["tables"]["states"]).to_pyarrow_table(columns=["_fp", "_fp2", "_depth"])
+    assert states.num_rows == TLC_DISTINCT
+    keys = pc.binary_join_element_wise(pc.cast(states["_fp"], "string"), pc.cast(states["_fp2"], "string"), "/")
+    assert pc.count_distinct(keys).as_py() == TLC_DISTINCT
+    assert pc.max(states["_depth"]).as_py() == TLC_DEPTH
+    levels = DeltaTable(res["tables"]["levels"]).to_pyarrow_table().to_pylist()
+    assert sorted(r["depth"] for r in levels) == list(range(1, TLC_DEPTH + 1))
+    assert sum(r["new_states"] for r in levels) == TLC_DISTINCT
+
+    audit = subprocess.run([sys.executable, "-m", "engine", "audit", res["run_id"], "--warehouse", str(wh),
+                            "--json"], cwd=ROOT, capture_output=True, text=True)
+    assert audit.returncode == 0, audit.stdout + audit.stderr[-2000:]
+    assert json.loads(audit.stdout)["success"] is True
+
+
+def test_violation_gives_shortest_trace_stored_in_delta(capsys, tmp_path, model_copy):
+    sql = model_copy / "actions_sql" / "ledger_chaining" / "FewerThanTwoLedgers.sql"
+    sql.write_text("-- test-only invariant: md_next_lid < 3\nmd_next_lid < 3\n")
+    schema_path = model_copy / "schemas" / "ledger_chaining.yml"
+    schema = yaml.safe_load(schema_path.read_text())
+    schema["invariants"].append("FewerThanTwoLedgers")
+    schema_path.write_text(yaml.safe_dump(schema, sort_keys=False))
+
+    code, out, err = run_cli(capsys, "--models", str(model_copy), "check", "ledger_chaining",
+                             "--warehouse", str(tmp_path / "wh"), "--invariant", "TypeOK",
+                             "--invariant", "FewerThanTwoLedgers", "--json")
+    assert code == 12, err[-3000:]
+    res = json.loads(out)
+    assert res["result"] == "invariant_violated" and res["violated_invariant"] == "FewerThanTwoLedgers"
+    # Two CreateLedger steps, each preceded by becoming leader and reading the (empty) list: 8 states.
+    actions = [t["action"] for t in res["trace"]]
+    assert len(actions) == 8 and actions[0] == "Init" and actions[-1] == "CreateLedger"
+    assert actions.count("CreateLedger") == 2
+    assert res["trace"][-1]["state"]["md_next_lid"] == 3
+    assert all(t["state"]["md_next_lid"] < 3 for t in res["trace"][:-1])
+    assert res["depth"] == 8
+
+    states = DeltaTable(res["tables"]["states"]).to_pyarrow_table().to_pylist()
+    stored = {json.dumps({k: s[k] for k in res["trace"][0]["state"]}, sort_keys=True) for s in states}
+    for step in res["trace"]:
+        assert json.dumps(step["state"], sort_keys=True) in stored
+    trace_rows = DeltaTable(res["tables"]["trace"]).to_pyarrow_table().to_pylist()
+    assert [r["action"] for r in sorted(trace_rows, key=lambda r: r["step"])] == actions
+
+
+def test_ledger_limit_is_a_constant(capsys, tmp_path):
+    # md_next_lid < 2: one ledger at most. Every reachable state has md_next_lid <= 1, and the
+    # run stops before any ledger exists; with LedgerLimit=3 a ledger is created.
+    code, out, err = run_cli(capsys, "check", "ledger_chaining", "--warehouse", str(tmp_path / "wh"),
+                             "--set", "Clients=c1", "--set", "LedgerLimit=2", "--json")
+    assert code == 0, err[-2000:]
+    res = json.loads(out)
+    states = DeltaTable(res["tables"]["states"]).to_pyarrow_table(columns=["md_next_lid"])
+    assert pc.max(states["md_next_lid"]).as_py() == 1
+    assert res["constants"] == {"Clients": ["c1"], "LedgerLimit": 2}
