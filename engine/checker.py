@@ -134,7 +134,7 @@ class _Search:
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
             F.expr(self.in_model_expr).alias("_in_model"),
         )
-        return self.suite.with_columns(cand).persist(StorageLevel.MEMORY_AND_DISK)
+        return self.suite.with_columns(cand).localCheckpoint(eager=True)
 
     def write_level(self, cand: DataFrame, depth: int) -> None:
         (cand.where("_in_model").select(*self.table_cols)
@@ -156,11 +156,11 @@ class _Search:
             init = self.cm.init(self.spark)
             fps = init.selectExpr("*", *self.fp_exprs).selectExpr(
                 "*", "CAST(NULL AS BIGINT) AS _parent_fp", "CAST(NULL AS BIGINT) AS _parent_fp2",
-                "CAST(NULL AS BIGINT) AS _parent_ord").persist(StorageLevel.MEMORY_AND_DISK)
+                "CAST(NULL AS BIGINT) AS _parent_ord").localCheckpoint(eager=True)
             n_gen = fps.count()
             cand = self.candidates(self.first_per_state(fps), 1, n_gen, anti_join=False)
             finding = self._finish_level(cand, 1, n_gen, distinct_total, generated_total, t0, deadlocked=None)
-            fps.unpersist()
+            self._release()
             if finding:
                 return finding
             distinct_total, generated_total = self._totals
@@ -177,9 +177,11 @@ class _Search:
                                     "_ord", "_fp", "_fp2")
                         .persist(StorageLevel.MEMORY_AND_DISK))
             self.timer.mark("frontier")
+            # localCheckpoint materializes the level once and gives later jobs a one-node plan:
+            # re-planning the union of every action for each job cost about a second a level.
             succ = (self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
                     .selectExpr("*", *self.fp_exprs)
-                    .persist(StorageLevel.MEMORY_AND_DISK))
+                    .localCheckpoint(eager=True))
             if self.spec.deadlock:
                 agg = succ.agg(F.count(F.lit(1)).alias("n"), F.count_distinct("_parent_ord").alias("p")).collect()[0]
                 n_gen, n_parents = int(agg["n"]), int(agg["p"])
@@ -195,14 +197,19 @@ class _Search:
             cand = self.candidates(self.first_per_state(succ), depth + 1, n_gen, anti_join=True)
             self.timer.mark("plan")
             finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked)
-            succ.unpersist()
             frontier.unpersist()
+            self._release()
             if finding:
                 return finding
             distinct_total, generated_total = self._totals
             if self._last_new == 0:
                 return {"result": "ok", "depth": depth, "distinct": distinct_total, "generated": generated_total}
             depth += 1
+
+    def _release(self) -> None:
+        # Local checkpoints live until the JVM collects their RDDs; a level needs none of the last's.
+        for rdd in self.spark.sparkContext._jsc.getPersistentRDDs().values():
+            rdd.unpersist(False)
 
     def _frontier_size(self, depth: int) -> int:
         return next((f.new_states for f in self._figs if f.depth == depth), 0)
