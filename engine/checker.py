@@ -22,7 +22,7 @@ from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
 from .invariants import InvariantSuite
 from .model import RunSpec
 from .session import declare_constants, get_spark
-from .store import OUTCOME_SCHEMA, LevelFigures, RunStore, check_warehouse
+from .store import LevelFigures, RunStore, check_warehouse
 from .trace import build_trace, trace_table_rows, trace_arrow_schema
 
 __all__ = ["Outcome", "check"]

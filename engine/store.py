@@ -159,10 +159,10 @@ class RunStore:
     def _check_states_table(self) -> None:
         try:
             dt = DeltaTable(str(self.states_path))
-            have = pa.schema(dt.schema().to_arrow()) if hasattr(dt.schema(), "to_arrow") else None
+            have = pa.schema(dt.schema().to_arrow())
         except Exception as exc:  # delta-rs raises several types for a broken log
             raise WarehouseError(f"{self.states_path}: not a readable Delta table ({exc})") from None
-        if have is not None and [f.name for f in have] != [f.name for f in self.arrow_schema]:
+        if have.names != self.arrow_schema.names:
             raise WarehouseError(f"{self.states_path}: its columns {have.names} are not this model's "
                                  f"{self.arrow_schema.names}; use another --warehouse or remove the folder")
 
@@ -229,9 +229,8 @@ class RunStore:
         if schema.names != self.arrow_schema.names:
             raise WarehouseError(f"{path}: columns {schema.names} differ from the table's {self.arrow_schema.names}")
         for got, want in zip(schema, self.arrow_schema):
-            if not got.type.equals(want.type) and str(got.type).replace("element", "item") != str(want.type).replace("element", "item"):
-                if not _types_match(got.type, want.type):
-                    raise WarehouseError(f"{path}: column {got.name} is {got.type}, the table has {want.type}")
+            if not _types_match(got.type, want.type):
+                raise WarehouseError(f"{path}: column {got.name} is {got.type}, the table has {want.type}")
 
     def level_figures(self) -> list[LevelFigures]:
         """Each committed level's figures, from the states table's commit metadata."""

@@ -2,7 +2,6 @@
 with TLC's semantics (state constraint, invariants on every new successor, deadlock)."""
 import json
 
-import pytest
 from deltalake import DeltaTable
 
 from conftest import TEST_MODELS, run_cli

@@ -1,6 +1,4 @@
 """Bad input gets a clear error that names what is wrong, exit status 2, and nothing written."""
-from pathlib import Path
-
 import pytest
 
 from conftest import run_cli
@@ -8,7 +6,7 @@ from conftest import run_cli
 
 def assert_bad(capsys, tmp_path, argv, *needles):
     wh = tmp_path / "wh"
-    code, out, err = run_cli(capsys, *argv[:1], *argv[1:], *(["--warehouse", str(wh)] if argv[0] != "--models" else []))
+    code, out, err = run_cli(capsys, *argv, "--warehouse", str(wh))
     assert code == 2, err
     for n in needles:
         assert n in err, err

@@ -4,8 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pyarrow.compute as pc
 import yaml
@@ -88,8 +86,8 @@ def test_violation_gives_shortest_trace_stored_in_delta(capsys, tmp_path, model_
 
 
 def test_ledger_limit_is_a_constant(capsys, tmp_path):
-    # md_next_lid < 2: one ledger at most. Every reachable state has md_next_lid <= 1, and the
-    # run stops before any ledger exists; with LedgerLimit=3 a ledger is created.
+    # md_next_lid < 2: the successor that creates a ledger falls outside the constraint, so no
+    # stored state has one.
     code, out, err = run_cli(capsys, "check", "ledger_chaining", "--warehouse", str(tmp_path / "wh"),
                              "--set", "Clients=c1", "--set", "LedgerLimit=2", "--json")
     assert code == 0, err[-2000:]
