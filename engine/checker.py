@@ -17,6 +17,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .assume import check_assumptions
 from .expand import CompiledModel, compile_model
 from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
 from .invariants import InvariantSuite
@@ -260,6 +261,7 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
     spark = spark or get_spark(master)
     spark_startup = time.time() - t_spark
     declare_constants(spark, spec.model, spec.constants)
+    check_assumptions(spark, spec.model, spec.constants)
     cm = compile_model(spark, spec.model)
     suite = InvariantSuite(spark, spec.model.name, cm.invariant_exprs, spec.invariants,
                            {n: str(f.path) for n, f in spec.model.invariants.items()})
