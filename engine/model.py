@@ -233,6 +233,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
             raise _fail(schema_path, f"variable {vname}: give 'type:' as a Spark SQL type, e.g. array<int>")
         if not isinstance(spec.get("itf", ""), str):
             raise _fail(schema_path, f"variable {vname}: 'itf:' must be a string such as set, fun(Clients) or seq")
+        if spec.get("itf"):
+            _check_itf_hint(schema_path, str(vname), spec["itf"], constants)
         variables.append(Variable(vname, spec["type"], spec.get("doc", ""), spec.get("tla", ""), spec.get("itf", "")))
     clash = set(constants) & {v.name for v in variables}
     if clash:
@@ -299,6 +301,22 @@ def load_model(name: str, root: Path | None = None) -> Model:
         default_configuration=default_cfg, successor_order=order, symmetry=symmetry,
         source=data.get("source") or {}, digest=digest.hexdigest(), assumptions=assumptions,
     )
+
+
+def _check_itf_hint(path: Path, vname: str, hint: str, constants: dict[str, Constant]) -> None:
+    from .itf import parse_shape
+
+    where = f"{path}: variable {vname}"
+    try:
+        shape = parse_shape(hint, where)
+    except UsageError as exc:
+        raise ModelError(str(exc)) from None
+    stack = [shape]
+    while stack:
+        sh = stack.pop()
+        if sh.kind == "fun" and (sh.domain not in constants or not constants[sh.domain].type.startswith("set<")):
+            raise ModelError(f"{where}: itf hint fun({sh.domain}) must name a set constant")
+        stack.extend([x for x in [sh.inner] if x] + list(sh.fields.values()))
 
 
 def _check_config(path: Path, name: str, cfg: Any, model: dict) -> None:
