@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", help="the model to replay against (default: the one the ITF file or run names)")
     r.add_argument("--config", help="named configuration for the constants (default: the trace's own constants)")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="CONST=VALUE")
+    r.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME",
+                   help="evaluate this invariant on every state (repeatable; default: the configuration's)")
     r.add_argument("--tlc", action="store_true", help="the trace is TLC's text output (State n: <Action ...>)")
     r.add_argument("--warehouse", type=Path, default=None, help="where to look a run id up")
     r.add_argument("--master", default=None)
@@ -133,7 +135,8 @@ def _cmd_replay(args) -> int:
 
     root = args.models or default_models_root()
     spec, states, source = resolve_replay(args.trace, root, model=args.model, config=args.config, sets=args.sets,
-                                          tlc=args.tlc, warehouse=args.warehouse or _default_warehouse())
+                                          tlc=args.tlc, warehouse=args.warehouse or _default_warehouse(),
+                                          invariants=args.invariants)
     from .expand import state_schema
     from .session import get_spark
     spark = get_spark(args.master)

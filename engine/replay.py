@@ -3,8 +3,8 @@
 A trace is an ITF file (written by this engine, or converted from TLC or Apalache), a TLC error trace
 as TLC prints it (``--tlc``), or a finished run (its ``trace`` table). The first state must be one of
 the model's initial states and each next state a successor of the one before by some action of
-``Next`` (a step that changes nothing is a stuttering step, which TLA+ always allows). Every state's
-invariants are evaluated too, so a counterexample replays as "legal, and breaks X at step n". All
+``Next`` (a step that changes nothing is a stuttering step, which TLA+ always allows). The
+configuration's invariants (or the trace's own, or ``--invariant``) are evaluated on every state too, so a counterexample replays as "legal, and breaks X at step n". All
 steps are checked in one Spark job: the trace is the frontier, every action runs over it, and each
 step's next state is looked up among its successors by fingerprint.
 """
@@ -93,7 +93,7 @@ def replay(spark: SparkSession, spec: RunSpec, rows: list[dict[str, Any]]) -> Re
     trace_df = trace_df.selectExpr("*", f"{fp1} AS _fp", f"{fp2} AS _fp2").localCheckpoint(eager=True)
     fps = {r["_step"]: (r["_fp"], r["_fp2"]) for r in trace_df.select("_step", "_fp", "_fp2").collect()}
 
-    inv_names = list(spec.model.invariants)
+    inv_names = list(spec.invariants)
     inv_cols = [f"coalesce({cm.invariant_exprs[n]}, false) AS `{n}`" for n in inv_names]
     inv_rows = {r["_step"]: r for r in trace_df.selectExpr("_step", *inv_cols).collect()} if inv_cols else {}
 
@@ -165,7 +165,8 @@ def format_report(rep: ReplayReport) -> str:
 
 
 def resolve_replay(trace: str, root: Path, *, model: str | None, config: str | None, sets: list[str],
-                   tlc: bool, warehouse: Path) -> tuple[RunSpec, list[dict[str, Any]], str]:
+                   tlc: bool, warehouse: Path, invariants: list[str] | None = None
+                   ) -> tuple[RunSpec, list[dict[str, Any]], str]:
     """The model and constants to replay against, and the trace's states (itf-py or TLC values)."""
     from .model import coerce_constant, load_model, resolve_run
     from .tlc_trace import read_tlc_trace
@@ -188,7 +189,10 @@ def resolve_replay(trace: str, root: Path, *, model: str | None, config: str | N
     if not name:
         raise UsageError(f"{path}: the trace does not name its model; pass --model")
     m = load_model(name, root)
-    spec = resolve_run(m, config or (meta.get("config") if meta.get("config") in m.configurations else None), sets)
+    if not invariants and not config and meta.get("invariants"):
+        invariants = [i for i in meta["invariants"] if i in m.invariants]
+    spec = resolve_run(m, config or (meta.get("config") if meta.get("config") in m.configurations else None), sets,
+                       invariants or None)
     if meta.get("constants") and not config:
         given = {s.split("=", 1)[0].strip() for s in sets}
         for k, v in meta["constants"].items():
