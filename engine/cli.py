@@ -78,7 +78,10 @@ def _cmd_models(args) -> int:
     root = args.models or default_models_root()
     for name in list_models(root):
         m = load_model(name, root)
-        print(f"{m.name}: {m.title}")
+        print(f"{m.name}: {m.title}" + ("  [abstract: a base for other models, not checked on its own]"
+                                        if m.abstract else ""))
+        if m.extends:
+            print(f"  extends: {' -> '.join(m.extends)}")
         src = m.source
         if src:
             print(f"  source: {src.get('module', '')} ({src.get('repository', '')})")

@@ -40,8 +40,10 @@ MAX_ACTIONS = 64  # the successor-order key packs the action index into 6 bits
 _MODEL_KEYS = {
     "name", "title", "source", "constants", "variables", "init", "actions", "invariants",
     "constraints", "configurations", "default_configuration", "successor_order", "symmetry", "doc",
-    "assumes",
+    "assumes", "extends", "abstract",
 }
+# What a derived model (``extends: base``) may say about the base's actions, keeping Next's order.
+_ACTION_EDITS = {"remove", "replace", "add", "add_before"}
 _CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock"}
 
 
@@ -93,6 +95,9 @@ class Model:
     source: dict[str, Any]
     digest: str
     assumptions: dict[str, SqlFile] = field(default_factory=dict)
+    abstract: bool = False
+    extends: tuple[str, ...] = ()       # the chain of bases, nearest first
+    sql_dirs: tuple[Path, ...] = ()     # where SQL files are looked up, own folder first
 
     @property
     def variable_names(self) -> list[str]:
@@ -186,8 +191,7 @@ def _read_sql(path: Path, name: str, kind: str, schema_path: Path) -> SqlFile:
     return SqlFile(name=name, kind=kind, path=path, text=text)
 
 
-def load_model(name: str, root: Path | None = None) -> Model:
-    root = Path(root) if root else default_models_root()
+def _read_schema(name: str, root: Path) -> tuple[Path, dict]:
     schema_path = root / "schemas" / f"{name}.yml"
     if not schema_path.is_file():
         known = ", ".join(list_models(root)) or "none"
@@ -203,6 +207,87 @@ def load_model(name: str, root: Path | None = None) -> Model:
         raise _fail(schema_path, f"unknown keys {sorted(unknown)}; allowed: {sorted(_MODEL_KEYS)}")
     if data.get("name") != name:
         raise _fail(schema_path, f"'name:' is {data.get('name')!r} but the file is named for '{name}'")
+    if "abstract" in data and not isinstance(data["abstract"], bool):
+        raise _fail(schema_path, "'abstract:' must be true or false")
+    return schema_path, data
+
+
+def _edit_actions(path: Path, base: list[str], edits: Any) -> list[str]:
+    """A derived model's ``actions:``: a full list (its own Next), or edits of the base's list."""
+    if isinstance(edits, list):
+        return edits
+    if not isinstance(edits, dict) or not edits or set(edits) - _ACTION_EDITS:
+        raise _fail(path, f"'actions:' of a model that extends another is a list (its Next, in order) or a "
+                          f"mapping of edits with keys {sorted(_ACTION_EDITS)}, got {edits!r}")
+    out = list(base)
+
+    def known(n: Any, what: str) -> str:
+        if not isinstance(n, str) or n not in out:
+            raise _fail(path, f"'actions: {what}:' names {n!r}, which the base model does not have "
+                              f"(its actions: {', '.join(out)})")
+        return n
+
+    def names(value: Any, what: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _fail(path, f"'actions: {what}:' must be a list of names, got {value!r}")
+        return value
+
+    for n in names(edits.get("remove", []), "remove"):
+        out.remove(known(n, "remove"))
+    replace = edits.get("replace", {})
+    if not isinstance(replace, dict):
+        raise _fail(path, f"'actions: replace:' must map each base action to its replacement, got {replace!r}")
+    for old, new in replace.items():
+        if not isinstance(new, str):
+            raise _fail(path, f"'actions: replace:' maps {old!r} to {new!r}, not a name")
+        out[out.index(known(old, "replace"))] = new
+    before = edits.get("add_before", {})
+    if not isinstance(before, dict):
+        raise _fail(path, f"'actions: add_before:' must map an action to the list of names to insert before it")
+    for anchor, new in before.items():
+        i = out.index(known(anchor, "add_before"))
+        out[i:i] = names(new, "add_before")
+    out.extend(names(edits.get("add", []), "add"))
+    return out
+
+
+def _resolve(name: str, root: Path, chain: tuple[str, ...] = ()) -> tuple[dict, list[Path], list[Path]]:
+    """The schema with its bases folded in: (data, schema files, SQL folders), nearest first."""
+    schema_path, data = _read_schema(name, root)
+    own_dir = root / "actions_sql" / name
+    base = data.get("extends")
+    if base is None:
+        return data, [schema_path], [own_dir]
+    if not isinstance(base, str) or not IDENT.match(base):
+        raise _fail(schema_path, f"'extends:' must name a base model, got {base!r}")
+    if base == name or base in chain:
+        cycle = " -> ".join([*chain, name, base])
+        raise _fail(schema_path, f"'extends:' makes a cycle: {cycle}")
+    if not (root / "schemas" / f"{base}.yml").is_file():
+        raise _fail(schema_path, f"'extends:' names unknown model '{base}' (no {root / 'schemas' / f'{base}.yml'}; "
+                                 f"models: {', '.join(list_models(root))})")
+    bdata, bpaths, bdirs = _resolve(base, root, (*chain, name))
+    if "variables" in data:
+        raise _fail(schema_path, f"'variables:' are inherited from '{base}' (whose SQL files use them); "
+                                 "a derived model cannot redeclare them")
+    merged = {k: v for k, v in bdata.items() if k not in ("name", "title", "doc", "source", "abstract", "extends")}
+    for key, value in data.items():
+        if key in ("constants", "configurations"):
+            if not isinstance(value, dict):
+                raise _fail(schema_path, f"'{key}:' must be a mapping")
+            merged[key] = {**(bdata.get(key) or {}), **value}
+        elif key == "actions":
+            merged[key] = _edit_actions(schema_path, _str_list(bpaths[0], bdata, "actions"), value)
+        else:
+            merged[key] = value
+    merged.setdefault("source", bdata.get("source"))
+    return merged, [schema_path, *bpaths], [own_dir, *bdirs]
+
+
+def load_model(name: str, root: Path | None = None) -> Model:
+    root = Path(root) if root else default_models_root()
+    data, schema_paths, sql_dirs = _resolve(name, root)
+    schema_path = schema_paths[0]
 
     constants: dict[str, Constant] = {}
     for cname, spec in (data.get("constants") or {}).items():
@@ -240,8 +325,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
     if clash:
         raise _fail(schema_path, f"{sorted(clash)} are both constants and variables")
 
-    sql_dir = root / "actions_sql" / name
-    if not sql_dir.is_dir():
+    sql_dir = sql_dirs[0]
+    if not any(d.is_dir() for d in sql_dirs):
         raise _fail(schema_path, f"no SQL folder {sql_dir}")
     init_name = data.get("init")
     if not isinstance(init_name, str) or not IDENT.match(init_name):
@@ -260,11 +345,15 @@ def load_model(name: str, root: Path | None = None) -> Model:
         raise _fail(schema_path, f"{sorted(dup)} named more than once among init, actions, invariants, "
                                  "constraints, assumes")
 
-    init = _read_sql(sql_dir / f"{init_name}.sql", init_name, "init", schema_path)
-    actions = [_read_sql(sql_dir / f"{a}.sql", a, "action", schema_path) for a in action_names]
-    invariants = {i: _read_sql(sql_dir / f"{i}.sql", i, "invariant", schema_path) for i in inv_names}
-    constraints = {c: _read_sql(sql_dir / f"{c}.sql", c, "constraint", schema_path) for c in con_names}
-    assumptions = {a: _read_sql(sql_dir / f"{a}.sql", a, "assumption", schema_path) for a in asm_names}
+    def find(n: str) -> Path:
+        # A derived model's own folder first, then its bases' folders, nearest first.
+        return next((d / f"{n}.sql" for d in sql_dirs if (d / f"{n}.sql").is_file()), sql_dir / f"{n}.sql")
+
+    init = _read_sql(find(init_name), init_name, "init", schema_path)
+    actions = [_read_sql(find(a), a, "action", schema_path) for a in action_names]
+    invariants = {i: _read_sql(find(i), i, "invariant", schema_path) for i in inv_names}
+    constraints = {c: _read_sql(find(c), c, "constraint", schema_path) for c in con_names}
+    assumptions = {a: _read_sql(find(a), a, "assumption", schema_path) for a in asm_names}
     declared = set(all_names)
     stray = sorted(p.name for p in sql_dir.glob("*.sql") if p.stem not in declared)
     if stray:
@@ -290,7 +379,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
         raise _fail(schema_path, f"'default_configuration:' {default_cfg!r} is not under configurations")
 
     digest = hashlib.sha256()
-    digest.update(schema_path.read_bytes())
+    for p in schema_paths:  # a base's schema is part of the derived model
+        digest.update(p.read_bytes())
     for f in [init, *actions, *invariants.values(), *constraints.values(), *assumptions.values()]:
         digest.update(f.name.encode() + b"\0" + f.text.encode())
 
@@ -300,6 +390,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
         invariants=invariants, constraints=constraints, configurations=configurations,
         default_configuration=default_cfg, successor_order=order, symmetry=symmetry,
         source=data.get("source") or {}, digest=digest.hexdigest(), assumptions=assumptions,
+        abstract=bool(data.get("abstract", False)),
+        extends=tuple(p.stem for p in schema_paths[1:]), sql_dirs=tuple(sql_dirs),
     )
 
 
@@ -399,6 +491,9 @@ def resolve_run(
     extra: dict[str, Any] | None = None,
 ) -> RunSpec:
     """Apply a named configuration, then ``--set`` overrides and ``--invariant`` choices."""
+    if model.abstract:
+        raise UsageError(f"model {model.name} is abstract ({model.schema_path} says 'abstract: true'): "
+                         f"it is a base for other models and cannot be checked on its own")
     cfg_name = config or model.default_configuration
     if cfg_name not in model.configurations:
         raise UsageError(f"model {model.name} has no configuration '{cfg_name}' "
