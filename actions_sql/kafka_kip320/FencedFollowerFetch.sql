@@ -1,0 +1,33 @@
+-- Kip320.tla: FencedFollowerFetch
+-- A follower on the leader's epoch (IsFollowingLeaderEpoch) copies the leader's next record and
+-- takes the leader's high watermark up to its new end offset.
+WITH choices AS (
+    SELECT f.*, fo.fi, fo.follower, l.li, l.leader
+    FROM frontier AS f
+    CROSS JOIN (SELECT posexplode(Replicas) AS (fi, follower)) AS fo     -- \E follower, leader \in Replicas
+    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l
+),
+
+enabled AS (
+    SELECT * FROM choices
+    WHERE replicaState[li].leader = leader                               -- IsFollowingLeaderEpoch(leader, follower)
+      AND replicaState[fi].leader = leader
+      AND replicaState[fi].leaderEpoch = replicaState[li].leaderEpoch
+      AND replicaLog[fi].endOffset < LogSize                             -- ReplicaLog!ReplicateTo(leader, follower)
+      AND replicaLog[fi].endOffset < replicaLog[li].endOffset
+),
+
+final AS (
+    SELECT
+        transform(replicaLog, (x, i) -> IF(i = fi, named_struct(
+            'endOffset', x.endOffset + 1,
+            'records', transform(x.records, (rec, o) -> IF(o = x.endOffset, replicaLog[li].records[o], rec))), x)) AS replicaLog,
+        transform(replicaState, (x, i) -> IF(i = fi, named_struct(
+            'hw', least(replicaState[li].hw, replicaLog[fi].endOffset + 1),
+            'leaderEpoch', x.leaderEpoch, 'leader', x.leader, 'isr', x.isr), x)) AS replicaState,
+        nextRecordId, nextLeaderEpoch, leaderAndIsrRequests, quorumState,
+        _parent, fi * size(Replicas) + li AS _choice
+    FROM enabled
+)
+
+SELECT * FROM final

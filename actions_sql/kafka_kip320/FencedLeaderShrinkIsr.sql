@@ -1,0 +1,34 @@
+-- Kip320.tla: FencedLeaderShrinkIsr
+-- The true leader drops from its ISR a follower that is not on its epoch or whose end offset lags.
+WITH choices AS (
+    SELECT f.*, l.li, l.leader, r.ri, r.follower
+    FROM frontier AS f
+    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l        -- \E leader \in Replicas
+    CROSS JOIN (SELECT posexplode(Replicas) AS (ri, follower)) AS r      -- \E follower \in isr \ {leader}
+),
+
+enabled AS (
+    SELECT *, array_remove(replicaState[li].isr, follower) AS newIsr
+    FROM choices
+    WHERE array_contains(replicaState[li].isr, follower) AND follower <> leader
+      AND (NOT (replicaState[li].leader = leader                         -- ~ IsFollowingLeaderEpoch(leader, follower)
+                AND replicaState[ri].leader = leader
+                AND replicaState[ri].leaderEpoch = replicaState[li].leaderEpoch)
+           OR replicaLog[ri].endOffset < replicaLog[li].endOffset)
+      AND quorumState.leader = leader                                    -- QuorumUpdateLeaderAndIsr: IsTrueLeader
+      AND replicaState[li].leader = leader
+      AND replicaState[li].leaderEpoch = quorumState.leaderEpoch
+),
+
+final AS (
+    SELECT
+        replicaLog,
+        transform(replicaState, (x, i) -> IF(i = li, named_struct(
+            'hw', x.hw, 'leaderEpoch', x.leaderEpoch, 'leader', x.leader, 'isr', newIsr), x)) AS replicaState,
+        nextRecordId, nextLeaderEpoch, leaderAndIsrRequests,
+        named_struct('leader', quorumState.leader, 'leaderEpoch', quorumState.leaderEpoch, 'isr', newIsr) AS quorumState,
+        _parent, li * size(Replicas) + ri AS _choice
+    FROM enabled
+)
+
+SELECT * FROM final
