@@ -15,6 +15,10 @@ TLC_TRACES = {
         "Init", "ControllerElectLeader", "ControllerShrinkIsr", "BecomeLeader", "LeaderWrite",
         "BecomeFollowerTruncateToHighWatermark", "FollowerReplicate", "LeaderIncHighWatermark",
         "BecomeFollowerTruncateToHighWatermark"],
+    ("kafka_kip101", "A_weak"): [
+        "Init", "ControllerElectLeader", "ControllerElectLeader", "ControllerElectLeader", "BecomeLeader",
+        "LeaderWrite", "BecomeFollowerTruncateKip101", "FollowerReplicate", "LeaderIncHighWatermark",
+        "BecomeLeader", "LeaderWrite", "BecomeFollowerTruncateKip101"],
 }
 
 # (model, configuration, result, violated invariant, distinct, depth, trace length): TLC's figures.
