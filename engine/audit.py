@@ -11,11 +11,13 @@ from typing import Any
 
 from deltalake import DeltaTable
 
+from .deltaio import read_delta
 from .errors import UsageError, WarehouseError
 from .expand import compile_model
 from .invariants import InvariantSuite
 from .model import load_model
 from .session import declare_constants, get_spark
+from .store import states_spark_schema
 
 __all__ = ["audit_run", "find_run"]
 
@@ -79,7 +81,6 @@ def audit_run(run: str, warehouse: Path, *, models_root: Path | None = None, mas
     states_path = root / "states"
     try:
         dt = DeltaTable(str(states_path))
-        files = dt.file_uris()
     except Exception as exc:
         raise WarehouseError(f"{states_path}: not a readable Delta table ({exc})") from None
     checks: list[tuple[str, bool, str]] = []
@@ -87,11 +88,7 @@ def audit_run(run: str, warehouse: Path, *, models_root: Path | None = None, mas
     spark = get_spark(master)
     declare_constants(spark, model, spec["constants"])
     cm = compile_model(spark, model)
-    if files:
-        df = spark.read.parquet(*files)
-    else:
-        from .store import states_spark_schema
-        df = spark.createDataFrame([], states_spark_schema(cm.schema))
+    df = read_delta(spark, str(states_path), states_spark_schema(cm.schema))
     df.createOrReplaceTempView("_audit_states")
     n = df.count()
     per_depth = {r["_depth"]: r["n"] for r in spark.sql(
