@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--master", default=None)
     q.add_argument("--limit", type=int, default=1000, help="print at most this many rows (default 1000)")
     q.add_argument("--json", action="store_true", help="print one JSON object: columns, rows, truncated")
+
+    r = sub.add_parser("report", help="write one HTML file about a run: constants, outcome, states per level, "
+                       "actions, invariants, counterexample")
+    r.add_argument("run", help="run id, or the run's folder")
+    r.add_argument("--warehouse", type=Path, default=None)
+    r.add_argument("--out", type=Path, default=None, help="the HTML file (default: <run folder>/report.html)")
     return p
 
 
@@ -145,6 +151,12 @@ def _cmd_sql(args) -> int:
     return EXIT_OK
 
 
+def _cmd_report(args) -> int:
+    from .htmlreport import write_report
+    print(write_report(args.run, args.warehouse or _default_warehouse(), args.out))
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -156,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_audit(args)
         if args.command == "sql":
             return _cmd_sql(args)
+        if args.command == "report":
+            return _cmd_report(args)
         raise UsageError(f"unknown command {args.command}")
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
