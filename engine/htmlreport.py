@@ -34,12 +34,15 @@ def _e(v: Any) -> str:
     return html.escape(str(v))
 
 
-def _table(head: list[str], rows: list[list[str]], cls: list[str] | None = None, tid: str = "") -> str:
+def _table(head: list[str], rows: list[list[str]], cls: list[str] | None = None, tid: str = "",
+           cell_cls: list[list[str]] | None = None) -> str:
+    """``cls``: one class per column; ``cell_cls``: one per cell (row by row), which overrides it."""
     cls = cls or [""] * len(head)
     out = [f'<table{f" id={chr(34)}{tid}{chr(34)}" if tid else ""}><thead><tr>'
            + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f'<td class="{c}">{v}</td>' for v, c in zip(r, cls)) + "</tr>")
+    for i, r in enumerate(rows):
+        row_cls = cell_cls[i] if cell_cls else cls
+        out.append("<tr>" + "".join(f'<td class="{c}">{v}</td>' for v, c in zip(r, row_cls)) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
 
@@ -144,7 +147,7 @@ def render_report(root: Path) -> str:
     trace = json.loads(outcome["trace"]) if outcome else []
     if trace:
         names = list(trace[0]["state"])
-        rows, prev = [], None
+        rows, classes, prev = [], [], None
         for i, step in enumerate(trace, 1):
             cells = [str(i), f"<code>{_e(step['action'])}</code>"]
             cls = ["num", ""]
@@ -153,9 +156,10 @@ def render_report(root: Path) -> str:
                 cells.append(_e(format_value(val)))
                 cls.append("changed" if prev is not None and prev[v] != val else "")
             rows.append(cells)
+            classes.append(cls)
             prev = step["state"]
         parts.append('<section id="trace"><h2>Counterexample</h2>' + _table(
-            ["step", "action", *names], rows, cls, tid="trace-table")
+            ["step", "action", *names], rows, tid="trace-table", cell_cls=classes)
             + '<p class="note">Highlighted: the values the step changed.</p></section>')
     else:
         parts.append('<section id="trace"><h2>Counterexample</h2><p>None: no invariant was violated and no '
