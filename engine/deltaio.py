@@ -43,7 +43,13 @@ def delta_mode(spark: SparkSession) -> str:
 def read_delta(spark: SparkSession, path: str, schema: StructType | None = None) -> DataFrame:
     """The table's current rows as a DataFrame; ``schema`` types an empty table."""
     if delta_mode(spark) == "native":
-        return spark.read.format("delta").load(path)
+        try:
+            return spark.read.format("delta").load(path)
+        except Exception as exc:
+            if "DATA_SOURCE_NOT_FOUND" in str(exc):
+                raise WarehouseError(f"{path}: SSE_DELTA=native, but the Delta Lake connector is not on "
+                                     "Spark's classpath (use SSE_DELTA=auto or delta-rs)") from None
+            raise
     try:
         dt = DeltaTable(path)
         files = dt.file_uris()

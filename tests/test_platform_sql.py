@@ -4,6 +4,7 @@ import json
 import os
 
 import duckdb
+import pytest
 import polars as pl
 from deltalake import DeltaTable
 
@@ -70,3 +71,19 @@ def test_readers_that_are_not_spark_agree(counter_ok):  # noqa: F811
     con = _duckdb_with_delta()
     assert con.sql(f"SELECT count(*) FROM delta_scan('{states}')").fetchone()[0] == n
     assert con.sql(f"SELECT count(DISTINCT (_fp, _fp2)) FROM delta_scan('{states}')").fetchone()[0] == n
+
+
+def test_delta_reads_go_through_delta_rs_without_the_connector(counter_ok, monkeypatch):  # noqa: F811
+    from engine.deltaio import delta_mode, read_delta
+    from engine.errors import UsageError, WarehouseError
+    from engine.session import get_spark
+    wh, res = counter_ok
+    spark = get_spark()
+    assert delta_mode(spark) == "delta-rs"  # no io.delta classes here (no Maven to fetch the jars)
+    assert read_delta(spark, res["tables"]["states"]).count() == res["distinct_states"]
+    monkeypatch.setenv("SSE_DELTA", "native")
+    with pytest.raises(WarehouseError, match="SSE_DELTA=native, but the Delta Lake connector is not on Spark's classpath"):
+        read_delta(spark, res["tables"]["states"])
+    monkeypatch.setenv("SSE_DELTA", "jvm")
+    with pytest.raises(UsageError, match="SSE_DELTA='jvm': expected auto, native or delta-rs"):
+        delta_mode(spark)
