@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from . import cli
-from .errors import EngineError
+from .errors import EngineError, UsageError
 
 __all__ = ["build_parser", "to_cli_argv", "main"]
 
@@ -39,7 +39,7 @@ def _sets(constants: str) -> list[str]:
     items = [c for c in re.split(r"[;\s]+", constants.strip()) if c]
     bad = [c for c in items if "=" not in c]
     if bad:
-        raise cli.UsageError(f"--constants: {bad[0]!r} is not CONST=VALUE")
+        raise UsageError(f"--constants: {bad[0]!r} is not CONST=VALUE")
     return items
 
 
