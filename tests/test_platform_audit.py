@@ -8,11 +8,11 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from conftest import TEST_MODELS
-from platform_util import cli, copy_run, counter_ok  # noqa: F401  (a session fixture)
+from platform_util import cli, copy_run
 
 
 @pytest.fixture
-def finished(counter_ok):  # noqa: F811
+def finished(counter_ok):
     return counter_ok
 
 

@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 from conftest import ROOT, TEST_MODELS
-from platform_util import OK_ARGS, counter_ok  # noqa: F401  (a session fixture)
+from platform_util import OK_ARGS
 
 
-def test_cluster_run_has_the_local_figures(counter_ok, tmp_path):  # noqa: F811
+def test_cluster_run_has_the_local_figures(counter_ok, tmp_path):
     from engine.cluster import LocalCluster
     _, local = counter_ok
     wh = tmp_path / "wh"  # the executors write here: on one machine, the same absolute path

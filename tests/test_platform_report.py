@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from platform_util import cli, counter_ok, counter_violation  # noqa: F401  (session fixtures)
+from platform_util import cli
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -43,7 +43,7 @@ def section(dom, sid):
     return m.group(1)
 
 
-def test_report_of_a_complete_run(counter_ok, tmp_path):  # noqa: F811
+def test_report_of_a_complete_run(counter_ok, tmp_path):
     wh, res = counter_ok
     dom = render(report(wh, res, tmp_path), tmp_path)
     assert "<code>Max</code></td><td class=\"\">5</td>" in section(dom, "constants")
@@ -59,7 +59,7 @@ def test_report_of_a_complete_run(counter_ok, tmp_path):  # noqa: F811
     assert "None: no invariant was violated" in section(dom, "trace")
 
 
-def test_report_of_a_violation_highlights_changed_values(counter_violation, tmp_path):  # noqa: F811
+def test_report_of_a_violation_highlights_changed_values(counter_violation, tmp_path):
     wh, res = counter_violation
     dom = render(report(wh, res, tmp_path), tmp_path)
     assert "Invariant Bounded is violated." in section(dom, "outcome")

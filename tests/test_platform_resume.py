@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from conftest import ROOT, TEST_MODELS
-from platform_util import OK_ARGS, cli, counter_ok  # noqa: F401  (a session fixture)
+from platform_util import OK_ARGS, cli
 
 
 def start(wh, **env):
@@ -49,7 +49,7 @@ def level_rows(run_root):
     return sorted(DeltaTable(str(run_root / "levels")).to_pyarrow_table()["depth"].to_pylist())
 
 
-def test_killed_runs_resume_to_the_same_figures(counter_ok, tmp_path):  # noqa: F811
+def test_killed_runs_resume_to_the_same_figures(counter_ok, tmp_path):
     _, local = counter_ok
     wh = tmp_path / "wh"
     root = wh / "counter" / local["run_id"]

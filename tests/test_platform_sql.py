@@ -9,14 +9,14 @@ import polars as pl
 from deltalake import DeltaTable
 
 from conftest import TEST_MODELS
-from platform_util import cli, counter_ok  # noqa: F401  (a session fixture)
+from platform_util import cli
 
 
 def sql(wh, run, query, *more):
     return cli("--models", TEST_MODELS, "sql", run, query, "--warehouse", wh, *more)
 
 
-def test_sql_prints_a_table_with_constants_as_variables(counter_ok):  # noqa: F811
+def test_sql_prints_a_table_with_constants_as_variables(counter_ok):
     wh, res = counter_ok
     code, out, err = sql(wh, res["run_id"], "SELECT _depth, count(*) AS n, max(x) AS top FROM states "
                          "WHERE x < Max GROUP BY _depth ORDER BY _depth")
@@ -29,7 +29,7 @@ def test_sql_prints_a_table_with_constants_as_variables(counter_ok):  # noqa: F8
     assert lines[-1] == f"({want.height} rows)"
 
 
-def test_sql_json_joins_states_levels_and_outcome(counter_ok):  # noqa: F811
+def test_sql_json_joins_states_levels_and_outcome(counter_ok):
     wh, res = counter_ok
     code, out, _ = sql(wh, res["run_id"], "SELECT l.depth, l.new_states, count(s._fp) AS rows, "
                        "any_value(o.distinct_states) AS total FROM levels l JOIN states s ON s._depth = l.depth "
@@ -41,7 +41,7 @@ def test_sql_json_joins_states_levels_and_outcome(counter_ok):  # noqa: F811
     assert {r["total"] for r in rep["rows"]} == {20} and rep["truncated"] is False
 
 
-def test_sql_error_names_the_views_and_constants(counter_ok):  # noqa: F811
+def test_sql_error_names_the_views_and_constants(counter_ok):
     wh, res = counter_ok
     code, out, err = sql(wh, res["run_id"], "SELECT nope FROM states")
     assert code == 2 and out == ""
@@ -61,7 +61,7 @@ def _duckdb_with_delta():
     return con
 
 
-def test_readers_that_are_not_spark_agree(counter_ok):  # noqa: F811
+def test_readers_that_are_not_spark_agree(counter_ok):
     wh, res = counter_ok
     states, levels = res["tables"]["states"], res["tables"]["levels"]
     n = res["distinct_states"]
@@ -73,7 +73,7 @@ def test_readers_that_are_not_spark_agree(counter_ok):  # noqa: F811
     assert con.sql(f"SELECT count(DISTINCT (_fp, _fp2)) FROM delta_scan('{states}')").fetchone()[0] == n
 
 
-def test_delta_reads_go_through_delta_rs_without_the_connector(counter_ok, monkeypatch):  # noqa: F811
+def test_delta_reads_go_through_delta_rs_without_the_connector(counter_ok, monkeypatch):
     from engine.deltaio import delta_mode, read_delta
     from engine.errors import UsageError, WarehouseError
     from engine.session import get_spark
