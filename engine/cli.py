@@ -1,4 +1,4 @@
-"""Command line: ``python -m engine check|models|audit|replay`` (also installed as ``sse``)."""
+"""Command line: ``python -m engine check|models|audit|replay|sql|report`` (also installed as ``sse``)."""
 from __future__ import annotations
 
 import argparse
@@ -71,6 +71,21 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--warehouse", type=Path, default=None)
     a.add_argument("--master", default=None)
     a.add_argument("--json", action="store_true")
+
+    q = sub.add_parser("sql", help="ad-hoc Spark SQL over a run's tables (views states, levels, outcome, "
+                       "trace; the model's constants as SQL variables)")
+    q.add_argument("run", help="run id, or the run's folder")
+    q.add_argument("query", help='e.g. "SELECT _depth, count(*) FROM states GROUP BY _depth"')
+    q.add_argument("--warehouse", type=Path, default=None)
+    q.add_argument("--master", default=None)
+    q.add_argument("--limit", type=int, default=1000, help="print at most this many rows (default 1000)")
+    q.add_argument("--json", action="store_true", help="print one JSON object: columns, rows, truncated")
+
+    r = sub.add_parser("report", help="write one HTML file about a run: constants, outcome, states per level, "
+                       "actions, invariants, counterexample")
+    r.add_argument("run", help="run id, or the run's folder")
+    r.add_argument("--warehouse", type=Path, default=None)
+    r.add_argument("--out", type=Path, default=None, help="the HTML file (default: <run folder>/report.html)")
     return p
 
 
@@ -165,6 +180,25 @@ def _cmd_audit(args) -> int:
     return EXIT_OK if report["success"] else EXIT_VIOLATION
 
 
+def _cmd_sql(args) -> int:
+    from .sqlquery import format_table, run_sql
+    res = run_sql(args.run, args.query, args.warehouse or _default_warehouse(),
+                  models_root=args.models or default_models_root(), master=args.master, limit=args.limit)
+    if args.json:
+        print(json.dumps(res, default=str))
+    else:
+        print(format_table(res["columns"], res["rows"]))
+        if res["truncated"]:
+            print(f"(only the first {args.limit} rows; use --limit)")
+    return EXIT_OK
+
+
+def _cmd_report(args) -> int:
+    from .htmlreport import write_report
+    print(write_report(args.run, args.warehouse or _default_warehouse(), args.out))
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -176,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_audit(args)
         if args.command == "replay":
             return _cmd_replay(args)
+        if args.command == "sql":
+            return _cmd_sql(args)
+        if args.command == "report":
+            return _cmd_report(args)
         raise UsageError(f"unknown command {args.command}")
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)

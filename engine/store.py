@@ -10,7 +10,9 @@ import errno
 import json
 import os
 import shutil
+import signal
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,6 +196,7 @@ class RunStore:
 
     def commit_level(self, fig: LevelFigures) -> None:
         """Commit the Parquet files Spark wrote for ``fig.depth``; a repeat is a no-op."""
+        _test_hook("before-commit", fig.depth)
         if self.committed_depth() >= fig.depth:
             self._load_files()
             return
@@ -223,6 +226,7 @@ class RunStore:
                                                app_transactions=[Transaction(self.run_id, fig.depth)]),
         )
         self._files[fig.depth] = sorted(a.path for a in actions)
+        _test_hook("after-commit", fig.depth)
         self._append_levels([fig])
 
     def _check_file_schema(self, path: Path, schema: pa.Schema) -> None:
@@ -305,6 +309,20 @@ def _types_match(a: pa.DataType, b: pa.DataType) -> bool:
         return [f.name for f in a] == [f.name for f in b] and all(
             _types_match(x.type, y.type) for x, y in zip(a, b))
     return a.equals(b)
+
+
+def _test_hook(point: str, depth: int) -> None:
+    """For the resume tests: ``SSE_KILL_AT=POINT:DEPTH`` makes this process kill itself (SIGKILL, as a
+    crash would) and ``SSE_HOLD_AT=POINT:DEPTH`` makes it wait there until it is killed. POINT is
+    ``before-commit`` (the level's Parquet files are written, not committed) or ``after-commit``
+    (the states commit is done, the levels table's row is not)."""
+    here = f"{point}:{depth}"
+    if os.environ.get("SSE_KILL_AT") == here:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if os.environ.get("SSE_HOLD_AT") == here:
+        print(f"holding at {here} (SSE_HOLD_AT)", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(1)
 
 
 def _alive(pid: int) -> bool:

@@ -1,3 +1,4 @@
+import os
 import shutil
 from pathlib import Path
 
@@ -28,3 +29,31 @@ def run_cli(capsys, *argv):
     code = main(list(argv))
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+# --- runs shared by the data-platform tests (tests/test_platform_*.py), made once per session ----
+from platform_util import OK_ARGS, counter_run  # noqa: E402
+
+def _warehouse(tmp_path_factory, name):
+    # SSE_TEST_KEEP_WAREHOUSE=DIR keeps these runs between pytest sessions while developing: a
+    # finished run is then read back from its outcome table (from_cache), with the same figures.
+    keep = os.environ.get("SSE_TEST_KEEP_WAREHOUSE")
+    return Path(keep) / name if keep else tmp_path_factory.mktemp(name) / "wh"
+
+
+@pytest.fixture(scope="session")
+def counter_ok(tmp_path_factory):
+    """One finished run of the counter (20 distinct states, depth 6) that several test files read."""
+    wh = _warehouse(tmp_path_factory, "platform")
+    res = counter_run(wh, *OK_ARGS)
+    assert (res["_exit"], res["distinct_states"], res["states_generated"], res["depth"]) == (0, 20, 20, 6)
+    return wh, res
+
+
+@pytest.fixture(scope="session")
+def counter_violation(tmp_path_factory):
+    """A counter run that violates Bounded (x <= 3) at depth 4: 0 -> 2 -> 3 -> 5 is not it, TLC's first is."""
+    wh = _warehouse(tmp_path_factory, "platform_bad")
+    res = counter_run(wh, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=5", "--set", "Limit=3")
+    assert res["_exit"] == 12 and res["violated_invariant"] == "Bounded"
+    return wh, res

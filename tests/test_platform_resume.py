@@ -1,0 +1,102 @@
+"""Resume and concurrency: one run of the counter is killed at each point where a crash can leave
+the tables (between the Parquet write and the Delta commit, between the states commit and the
+levels row, during a level's expansion), a second process on the same run is refused while the
+first is alive, and the last start finishes with the figures of an uninterrupted run and no state
+twice. The kill points are the store's test hooks (SSE_KILL_AT / SSE_HOLD_AT)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from conftest import ROOT, TEST_MODELS
+from platform_util import OK_ARGS, cli
+
+
+def start(wh, **env):
+    argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
+            "--warehouse", str(wh), "--json"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+
+
+def wait_for_line(proc, text, timeout=600):
+    """Read the process's stderr until a line contains ``text``; returns the lines read."""
+    seen, deadline = [], time.time() + timeout
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            raise AssertionError(f"process ended (code {proc.wait()}) before '{text}':\n" + "".join(seen[-20:]))
+        seen.append(line)
+        if text in line:
+            return seen
+    raise AssertionError(f"no '{text}' after {timeout}s")
+
+
+def states(run_root):
+    return DeltaTable(str(run_root / "states"))
+
+
+def committed_depths(run_root):
+    return sorted(int(c["depth"]) for c in states(run_root).history() if "depth" in c)
+
+
+def level_rows(run_root):
+    return sorted(DeltaTable(str(run_root / "levels")).to_pyarrow_table()["depth"].to_pylist())
+
+
+def test_killed_runs_resume_to_the_same_figures(counter_ok, tmp_path):
+    _, local = counter_ok
+    wh = tmp_path / "wh"
+    root = wh / "counter" / local["run_id"]
+
+    # 1. killed after Spark wrote level 2's Parquet files, before their Delta commit
+    a = start(wh, SSE_KILL_AT="before-commit:2")
+    a.communicate(timeout=900)
+    assert a.returncode == -signal.SIGKILL
+    assert committed_depths(root) == [1]
+    assert list((root / "states" / "depth-000002").glob("*.parquet"))  # written, not in the table
+
+    # 2. killed after level 3's states commit, before its row in the levels table
+    b = start(wh, SSE_KILL_AT="after-commit:3")
+    b.communicate(timeout=900)
+    assert b.returncode == -signal.SIGKILL
+    assert committed_depths(root) == [1, 2, 3] and level_rows(root) == [1, 2]
+
+    # 3. killed while level 5 is being expanded (right after level 4 is reported)
+    c = start(wh)
+    wait_for_line(c, "Progress(4)")
+    c.kill()
+    c.communicate(timeout=120)
+    assert committed_depths(root) == [1, 2, 3, 4] and level_rows(root) == [1, 2, 3, 4]
+
+    # 4. a run that is alive (held just before committing level 6) refuses a second start
+    d = start(wh, SSE_HOLD_AT="before-commit:6")
+    try:
+        wait_for_line(d, "holding at before-commit:6")
+        code, out, err = cli("--models", TEST_MODELS, "check", "counter", *OK_ARGS, "--warehouse", wh, "--json")
+        assert code == 2 and out == ""
+        assert err.startswith(f"error: run {local['run_id']} is already running in {root} (process ")
+        assert err.rstrip().endswith("; wait for it or stop it")
+    finally:
+        d.kill()
+        d.communicate(timeout=120)
+    assert committed_depths(root) == [1, 2, 3, 4, 5]
+
+    # 5. the last start finishes: an uninterrupted run's figures, every state once, and a clean audit
+    code, out, err = cli("--models", TEST_MODELS, "check", "counter", *OK_ARGS, "--warehouse", wh, "--json", "--quiet")
+    assert code == 0, err
+    res = json.loads(out)
+    keys = ("result", "distinct_states", "states_generated", "depth", "run_id")
+    assert {k: res[k] for k in keys} == {k: local[k] for k in keys}
+    assert res["resumed_from_depth"] == 5 and res["from_cache"] is False
+    t = states(root).to_pyarrow_table(columns=["_fp", "_fp2"])
+    assert t.num_rows == local["distinct_states"]
+    assert len(t.group_by(["_fp", "_fp2"]).aggregate([])) == t.num_rows
+    assert level_rows(root) == list(range(1, local["depth"] + 1))
+    code, out, _ = cli("--models", TEST_MODELS, "audit", local["run_id"], "--warehouse", wh)
+    assert code == 0 and "PASS" in out.splitlines()[0], out
