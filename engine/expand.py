@@ -96,6 +96,7 @@ class CompiledModel:
     successors_sql: str
     invariant_exprs: dict[str, str]
     constraint_exprs: dict[str, str]
+    terminal_exprs: dict[str, str] = None  # type: ignore[assignment]
 
     def init(self, spark: SparkSession) -> DataFrame:
         return spark.sql(self.init_sql)
@@ -190,7 +191,8 @@ def compile_model(spark: SparkSession, model: Model) -> CompiledModel:
     cons = {}
     for name, f in model.constraints.items():
         cons[name] = _expression(spark, f)
-    return CompiledModel(model, schema, init_sql, successors_sql, inv, cons)
+    terminals = {name: _expression(spark, f) for name, f in model.terminal_findings.items()}
+    return CompiledModel(model, schema, init_sql, successors_sql, inv, cons, terminals)
 
 
 def _expression(spark: SparkSession, f: SqlFile) -> str:

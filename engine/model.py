@@ -40,7 +40,7 @@ MAX_ACTIONS = 64  # the successor-order key packs the action index into 6 bits
 _MODEL_KEYS = {
     "name", "title", "source", "constants", "variables", "init", "actions", "invariants",
     "constraints", "configurations", "default_configuration", "successor_order", "symmetry", "doc",
-    "functions",
+    "functions", "terminal_findings",
 }
 _CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock"}
 
@@ -68,7 +68,7 @@ class Variable:
 @dataclass(frozen=True)
 class SqlFile:
     name: str
-    kind: str  # init | action | invariant | constraint | function
+    kind: str  # init | action | invariant | constraint | function | terminal
     path: Path
     text: str
 
@@ -92,13 +92,15 @@ class Model:
     source: dict[str, Any]
     digest: str
     functions: list[SqlFile] = field(default_factory=list)
+    terminal_findings: dict[str, SqlFile] = field(default_factory=dict)
 
     @property
     def variable_names(self) -> list[str]:
         return [v.name for v in self.variables]
 
     def sql_files(self) -> list[SqlFile]:
-        return [*self.functions, self.init, *self.actions, *self.invariants.values(), *self.constraints.values()]
+        return [*self.functions, self.init, *self.actions, *self.invariants.values(), *self.constraints.values(),
+                *self.terminal_findings.values()]
 
 
 @dataclass(frozen=True)
@@ -248,21 +250,25 @@ def load_model(name: str, root: Path | None = None) -> Model:
     inv_names = _str_list(schema_path, data, "invariants", required=False)
     con_names = _str_list(schema_path, data, "constraints", required=False)
     fn_names = _str_list(schema_path, data, "functions", required=False)
-    all_names = [*fn_names, init_name, *action_names, *inv_names, *con_names]
+    term_names = _str_list(schema_path, data, "terminal_findings", required=False)
+    all_names = [*fn_names, init_name, *action_names, *inv_names, *con_names, *term_names]
     dup = {n for n in all_names if all_names.count(n) > 1}
     if dup:
-        raise _fail(schema_path, f"{sorted(dup)} named more than once among functions, init, actions, invariants, constraints")
+        raise _fail(schema_path, f"{sorted(dup)} named more than once among functions, init, actions, invariants, constraints, "
+                                 "terminal_findings")
 
     functions = [_read_sql(sql_dir / f"{n}.sql", n, "function", schema_path) for n in fn_names]
     init = _read_sql(sql_dir / f"{init_name}.sql", init_name, "init", schema_path)
     actions = [_read_sql(sql_dir / f"{a}.sql", a, "action", schema_path) for a in action_names]
     invariants = {i: _read_sql(sql_dir / f"{i}.sql", i, "invariant", schema_path) for i in inv_names}
     constraints = {c: _read_sql(sql_dir / f"{c}.sql", c, "constraint", schema_path) for c in con_names}
+    terminals = {t: _read_sql(sql_dir / f"{t}.sql", t, "terminal finding", schema_path) for t in term_names}
     declared = set(all_names)
     stray = sorted(p.name for p in sql_dir.glob("*.sql") if p.stem not in declared)
     if stray:
         raise _fail(sql_dir, f"SQL files {stray} are not declared in {schema_path.name}; "
-                             "list them under functions, init, actions, invariants or constraints, or remove them")
+                             "list them under functions, init, actions, invariants, constraints or "
+                             "terminal_findings, or remove them")
 
     order = data.get("successor_order", "action_first")
     if order not in SUCCESSOR_ORDERS:
@@ -284,7 +290,7 @@ def load_model(name: str, root: Path | None = None) -> Model:
 
     digest = hashlib.sha256()
     digest.update(schema_path.read_bytes())
-    for f in [*functions, init, *actions, *invariants.values(), *constraints.values()]:
+    for f in [*functions, init, *actions, *invariants.values(), *constraints.values(), *terminals.values()]:
         digest.update(f.name.encode() + b"\0" + f.text.encode())
 
     return Model(
@@ -293,6 +299,7 @@ def load_model(name: str, root: Path | None = None) -> Model:
         invariants=invariants, constraints=constraints, configurations=configurations,
         default_configuration=default_cfg, successor_order=order, symmetry=symmetry,
         source=data.get("source") or {}, digest=digest.hexdigest(), functions=functions,
+        terminal_findings=terminals,
     )
 
 

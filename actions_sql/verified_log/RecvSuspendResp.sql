@@ -63,7 +63,7 @@ final AS (
     SELECT * EXCEPT (net, unacked, mi, m, L, process, announce, sns, sus, ci, sn, ui, su),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
         vl_unacked(unacked, up) AS unacked,
-        (mi * 16 + ci) * 16 + ui AS _choice
+        mi AS _choice   -- witnesses of one message tie; the fingerprint orders them
     FROM step
 )
 
