@@ -17,9 +17,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .assume import check_assumptions
 from .expand import CompiledModel, compile_model
 from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
 from .invariants import InvariantSuite
+from .itf import parse_shape, write_itf
 from .model import RunSpec
 from .session import declare_constants, get_spark
 from .store import LevelFigures, RunStore, check_warehouse
@@ -291,6 +293,7 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
     spark = spark or get_spark(master)
     spark_startup = time.time() - t_spark
     declare_constants(spark, spec.model, spec.constants)
+    check_assumptions(spark, spec.model, spec.constants)
     cm = compile_model(spark, spec.model)
     suite = InvariantSuite(spark, spec.model.name, cm.invariant_exprs, spec.invariants,
                            {n: str(f.path) for n, f in spec.model.invariants.items()})
@@ -334,10 +337,22 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
         )
         store.write_outcome(_outcome_row(out), trace_table_rows(trace, spec.run_id),
                             trace_arrow_schema(store.arrow_schema, search.vars))
+        if trace:
+            write_trace_itf(store.itf_path, trace, cm.schema, spec)
         out.tables = store.tables()
         return out
     finally:
         store.close()
+
+
+def write_trace_itf(path: Path, trace: list[dict[str, Any]], schema, spec: RunSpec) -> Path:
+    """The counterexample as an ITF file (Apalache/Quint's trace format) beside the run's tables."""
+    shapes = {v.name: parse_shape(v.itf, f"{spec.model.schema_path}: variable {v.name}")
+              for v in spec.model.variables if v.itf}
+    meta = {"source": spec.model.source.get("module", spec.model.name), "model": spec.model.name,
+            "config": spec.config, "constants": spec.constants, "invariants": spec.invariants,
+            "run_id": spec.run_id, "description": "counterexample found by the relational state-space engine"}
+    return write_itf(path, trace, schema, shapes, meta, spec.constants)
 
 
 def public_trace(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:

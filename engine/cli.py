@@ -1,14 +1,16 @@
-"""Command line: ``python -m engine check|models|audit`` (also installed as ``sse``)."""
+"""Command line: ``python -m engine check|models|audit|replay`` (also installed as ``sse``)."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import sys
 import traceback
 from pathlib import Path
 
-from .errors import EXIT_DEADLOCK, EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, EngineError, UsageError
+from .errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, EngineError,
+                     UsageError)
 from .model import default_models_root, list_models, load_model, resolve_run
 
 __all__ = ["main", "build_parser"]
@@ -46,6 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     c.add_argument("--fresh", action="store_true", help="discard this run's earlier tables and start over")
     c.add_argument("--quiet", action="store_true", help="no per-level progress on stderr")
+    c.add_argument("--itf", type=Path, default=None, metavar="FILE",
+                   help="also write a counterexample to FILE in the Informal Trace Format (Apalache, Quint); "
+                        "it is always written beside the run's tables as trace.itf.json")
+
+    r = sub.add_parser("replay", help="check that a stored trace is a succession of legal transitions of a model")
+    r.add_argument("trace", help="an ITF file (.itf.json), a TLC error trace with --tlc, or a run id / run folder")
+    r.add_argument("--model", help="the model to replay against (default: the one the ITF file or run names)")
+    r.add_argument("--config", help="named configuration for the constants (default: the trace's own constants)")
+    r.add_argument("--set", dest="sets", action="append", default=[], metavar="CONST=VALUE")
+    r.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME",
+                   help="evaluate this invariant on every state (repeatable; default: the configuration's)")
+    r.add_argument("--tlc", action="store_true", help="the trace is TLC's text output (State n: <Action ...>)")
+    r.add_argument("--warehouse", type=Path, default=None, help="where to look a run id up")
+    r.add_argument("--master", default=None)
+    r.add_argument("--json", action="store_true")
 
     sub.add_parser("models", help="list the models, their constants and configurations")
 
@@ -103,11 +120,33 @@ def _cmd_check(args) -> int:
         outcome = check(spec, warehouse, master=args.master, progress=progress, fresh=args.fresh)
     finally:
         progress.close()
+    if args.itf is not None and "itf" in outcome.tables:
+        args.itf.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(outcome.tables["itf"], args.itf)
     if args.json:
         print(json.dumps(outcome.to_json()))
     else:
         print(format_summary(outcome))
     return RESULT_EXIT[outcome.result]
+
+
+def _cmd_replay(args) -> int:
+    from .replay import format_report, load_trace, replay, resolve_replay
+
+    root = args.models or default_models_root()
+    spec, states, source = resolve_replay(args.trace, root, model=args.model, config=args.config, sets=args.sets,
+                                          tlc=args.tlc, warehouse=args.warehouse or _default_warehouse(),
+                                          invariants=args.invariants)
+    from .expand import state_schema
+    from .session import get_spark
+    spark = get_spark(args.master)
+    rows = load_trace(spec, states, source, state_schema(spark, spec.model))
+    report = replay(spark, spec, rows)
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        print(format_report(report))
+    return EXIT_OK if report.legal else EXIT_ILLEGAL_TRACE
 
 
 def _cmd_audit(args) -> int:
@@ -132,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_check(args)
         if args.command == "audit":
             return _cmd_audit(args)
+        if args.command == "replay":
+            return _cmd_replay(args)
         raise UsageError(f"unknown command {args.command}")
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 __all__ = [
-    "EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_DEADLOCK", "EXIT_VIOLATION",
+    "EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_DEADLOCK", "EXIT_VIOLATION", "EXIT_ILLEGAL_TRACE",
     "EngineError", "ModelError", "UsageError", "WarehouseError", "RunLockedError",
 ]
 
@@ -12,6 +12,8 @@ EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_DEADLOCK = 11
 EXIT_VIOLATION = 12
+# engine replay: a step of the trace is not a transition of the model.
+EXIT_ILLEGAL_TRACE = 13
 
 
 class EngineError(Exception):

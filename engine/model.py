@@ -40,7 +40,7 @@ MAX_ACTIONS = 64  # the successor-order key packs the action index into 6 bits
 _MODEL_KEYS = {
     "name", "title", "source", "constants", "variables", "init", "actions", "invariants",
     "constraints", "configurations", "default_configuration", "successor_order", "symmetry", "doc",
-    "functions", "terminal_findings",
+    "assumes", "functions", "terminal_findings",
 }
 _CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock"}
 
@@ -63,12 +63,13 @@ class Variable:
     type: str
     doc: str = ""
     tla: str = ""
+    itf: str = ""   # how the value is written in ITF traces (engine.itf), when Spark's type does not say
 
 
 @dataclass(frozen=True)
 class SqlFile:
     name: str
-    kind: str  # init | action | invariant | constraint | function | terminal
+    kind: str  # init | action | invariant | constraint | assumption | function | terminal finding
     path: Path
     text: str
 
@@ -91,6 +92,7 @@ class Model:
     symmetry: list[str]
     source: dict[str, Any]
     digest: str
+    assumptions: dict[str, SqlFile] = field(default_factory=dict)
     functions: list[SqlFile] = field(default_factory=list)
     terminal_findings: dict[str, SqlFile] = field(default_factory=dict)
 
@@ -100,7 +102,7 @@ class Model:
 
     def sql_files(self) -> list[SqlFile]:
         return [*self.functions, self.init, *self.actions, *self.invariants.values(), *self.constraints.values(),
-                *self.terminal_findings.values()]
+                *self.assumptions.values(), *self.terminal_findings.values()]
 
 
 @dataclass(frozen=True)
@@ -231,7 +233,11 @@ def load_model(name: str, root: Path | None = None) -> Model:
             spec = {"type": spec}
         if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
             raise _fail(schema_path, f"variable {vname}: give 'type:' as a Spark SQL type, e.g. array<int>")
-        variables.append(Variable(vname, spec["type"], spec.get("doc", ""), spec.get("tla", "")))
+        if not isinstance(spec.get("itf", ""), str):
+            raise _fail(schema_path, f"variable {vname}: 'itf:' must be a string such as set, fun(Clients) or seq")
+        if spec.get("itf"):
+            _check_itf_hint(schema_path, str(vname), spec["itf"], constants)
+        variables.append(Variable(vname, spec["type"], spec.get("doc", ""), spec.get("tla", ""), spec.get("itf", "")))
     clash = set(constants) & {v.name for v in variables}
     if clash:
         raise _fail(schema_path, f"{sorted(clash)} are both constants and variables")
@@ -249,25 +255,27 @@ def load_model(name: str, root: Path | None = None) -> Model:
         raise _fail(schema_path, f"at most {MAX_ACTIONS} actions are supported")
     inv_names = _str_list(schema_path, data, "invariants", required=False)
     con_names = _str_list(schema_path, data, "constraints", required=False)
+    asm_names = _str_list(schema_path, data, "assumes", required=False)
     fn_names = _str_list(schema_path, data, "functions", required=False)
     term_names = _str_list(schema_path, data, "terminal_findings", required=False)
-    all_names = [*fn_names, init_name, *action_names, *inv_names, *con_names, *term_names]
+    all_names = [*fn_names, init_name, *action_names, *inv_names, *con_names, *asm_names, *term_names]
     dup = {n for n in all_names if all_names.count(n) > 1}
     if dup:
-        raise _fail(schema_path, f"{sorted(dup)} named more than once among functions, init, actions, invariants, constraints, "
-                                 "terminal_findings")
+        raise _fail(schema_path, f"{sorted(dup)} named more than once among functions, init, actions, invariants, "
+                                 "constraints, assumes, terminal_findings")
 
     functions = [_read_sql(sql_dir / f"{n}.sql", n, "function", schema_path) for n in fn_names]
+    terminals = {t: _read_sql(sql_dir / f"{t}.sql", t, "terminal finding", schema_path) for t in term_names}
     init = _read_sql(sql_dir / f"{init_name}.sql", init_name, "init", schema_path)
     actions = [_read_sql(sql_dir / f"{a}.sql", a, "action", schema_path) for a in action_names]
     invariants = {i: _read_sql(sql_dir / f"{i}.sql", i, "invariant", schema_path) for i in inv_names}
     constraints = {c: _read_sql(sql_dir / f"{c}.sql", c, "constraint", schema_path) for c in con_names}
-    terminals = {t: _read_sql(sql_dir / f"{t}.sql", t, "terminal finding", schema_path) for t in term_names}
+    assumptions = {a: _read_sql(sql_dir / f"{a}.sql", a, "assumption", schema_path) for a in asm_names}
     declared = set(all_names)
     stray = sorted(p.name for p in sql_dir.glob("*.sql") if p.stem not in declared)
     if stray:
         raise _fail(sql_dir, f"SQL files {stray} are not declared in {schema_path.name}; "
-                             "list them under functions, init, actions, invariants, constraints or "
+                             "list them under functions, init, actions, invariants, constraints, assumes or "
                              "terminal_findings, or remove them")
 
     order = data.get("successor_order", "action_first")
@@ -290,7 +298,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
 
     digest = hashlib.sha256()
     digest.update(schema_path.read_bytes())
-    for f in [*functions, init, *actions, *invariants.values(), *constraints.values(), *terminals.values()]:
+    for f in [*functions, init, *actions, *invariants.values(), *constraints.values(), *assumptions.values(),
+              *terminals.values()]:
         digest.update(f.name.encode() + b"\0" + f.text.encode())
 
     return Model(
@@ -298,9 +307,25 @@ def load_model(name: str, root: Path | None = None) -> Model:
         constants=constants, variables=variables, init=init, actions=actions,
         invariants=invariants, constraints=constraints, configurations=configurations,
         default_configuration=default_cfg, successor_order=order, symmetry=symmetry,
-        source=data.get("source") or {}, digest=digest.hexdigest(), functions=functions,
-        terminal_findings=terminals,
+        source=data.get("source") or {}, digest=digest.hexdigest(), assumptions=assumptions,
+        functions=functions, terminal_findings=terminals,
     )
+
+
+def _check_itf_hint(path: Path, vname: str, hint: str, constants: dict[str, Constant]) -> None:
+    from .itf import parse_shape
+
+    where = f"{path}: variable {vname}"
+    try:
+        shape = parse_shape(hint, where)
+    except UsageError as exc:
+        raise ModelError(str(exc)) from None
+    stack = [shape]
+    while stack:
+        sh = stack.pop()
+        if sh.kind == "fun" and (sh.domain not in constants or not constants[sh.domain].type.startswith("set<")):
+            raise ModelError(f"{where}: itf hint fun({sh.domain}) must name a set constant")
+        stack.extend([x for x in [sh.inner] if x] + list(sh.fields.values()))
 
 
 def _check_config(path: Path, name: str, cfg: Any, model: dict) -> None:

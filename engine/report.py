@@ -42,7 +42,7 @@ class Progress:
 
 
 def format_value(v: Any) -> str:
-    """TLA+-like notation: records as [f |-> v], sequences and sets (sorted arrays) as <<...>>."""
+    """TLA+-like notation: records as [f |-> v], sequences and sets (sorted arrays) as <<...>>, NULL as Nil."""
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     if isinstance(v, dict):
@@ -50,7 +50,7 @@ def format_value(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "<<" + ", ".join(format_value(x) for x in v) + ">>"
     if v is None:
-        return "NULL"
+        return "Nil"  # SQL NULL encodes TLA+'s model value Nil (DESIGN.md)
     return str(v)
 
 

@@ -103,6 +103,7 @@ class RunStore:
         self.levels_path = self.root / "levels"
         self.outcome_path = self.root / "outcome"
         self.trace_path = self.root / "trace"
+        self.itf_path = self.root / "trace.itf.json"
         self.spark_schema = states_spark_schema(state_schema)
         self.arrow_schema = to_arrow_schema(self.spark_schema)
         self.state_columns = [f.name for f in state_schema.fields]
@@ -282,6 +283,8 @@ class RunStore:
         out = {"states": str(self.states_path), "levels": str(self.levels_path), "outcome": str(self.outcome_path)}
         if DeltaTable.is_deltatable(str(self.trace_path)):
             out["trace"] = str(self.trace_path)
+        if self.itf_path.is_file():
+            out["itf"] = str(self.itf_path)
         return out
 
     # --- reading states back on the driver (traces) ------------------------------------------
