@@ -193,8 +193,10 @@ class _Search:
             # A terminal finding looks at states whose only successors (if any) are themselves.
             moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
             if self.spec.deadlock or self.cm.terminal_exprs:
+                movers_count = F.count_distinct(F.when(moving, F.col("_parent_ord"))) if self.cm.terminal_exprs \
+                    else F.lit(n_frontier)
                 agg = succ.agg(F.count(F.lit(1)).alias("n"), F.count_distinct("_parent_ord").alias("p"),
-                               F.count_distinct(F.when(moving, F.col("_parent_ord"))).alias("m")).collect()[0]
+                               movers_count.alias("m")).collect()[0]
                 n_gen, n_parents, n_moving = int(agg["n"]), int(agg["p"]), int(agg["m"])
             else:
                 n_gen = succ.count()
