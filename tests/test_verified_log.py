@@ -80,6 +80,15 @@ def test_function_files_are_checked(capsys, tmp_path, model_copy):
     assert f"{bad}: a function file holds one statement" in err
 
 
+def test_bounds_the_encoding_cannot_hold_are_refused(capsys, tmp_path):
+    # Three replicas on two nodes: P would fail choosing a segment's nodes; refused before a run.
+    code, out, err = run_cli(capsys, "check", "verified_log", "--set", "NumReplicas=3",
+                             "--warehouse", str(tmp_path / "wh"))
+    assert code == 2
+    assert "the constants break the model's ASSUME BoundsAssumption" in err
+    assert "NumReplicas=3" in err and not (tmp_path / "wh" / "verified_log").exists()
+
+
 @long_test
 def test_configuration_T_matches_the_reference(capsys, tmp_path):
     code, res, err = _check(capsys, tmp_path, "T")
