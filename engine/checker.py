@@ -54,6 +54,8 @@ class Outcome:
     from_cache: bool = False
     spark_startup_seconds: float = 0.0
     level_seconds: list[float] = field(default_factory=list)
+    # name -> {"count": terminal states where it holds, "trace": a shortest path to the first one}
+    terminal_findings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,8 @@ class Outcome:
             "depth": self.depth, "trace": public_trace(self.trace), "run_id": self.run_id, "tables": self.tables,
             "seconds": round(self.seconds, 3), "fingerprint": self.fingerprint,
             "resumed_from_depth": self.resumed_from_depth, "from_cache": self.from_cache,
+            "terminal_findings": {n: {"count": f["count"], "trace": public_trace(f["trace"])}
+                                  for n, f in self.terminal_findings.items()},
         }
 
 
@@ -107,6 +111,8 @@ class _Search:
         self._totals = (0, 0)
         self._last_new = 0
         self.timer = _Timer()
+        # terminal finding -> {"count", "state"}, over the levels this process expanded
+        self.terminal: dict[str, dict[str, Any]] = {}
 
     # ---- stages ---------------------------------------------------------------------------
     def read_level(self, depth: int) -> DataFrame:
@@ -184,14 +190,23 @@ class _Search:
             succ = (self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
                     .selectExpr("*", *self.fp_exprs)
                     .localCheckpoint(eager=True))
-            if self.spec.deadlock:
-                agg = succ.agg(F.count(F.lit(1)).alias("n"), F.count_distinct("_parent_ord").alias("p")).collect()[0]
-                n_gen, n_parents = int(agg["n"]), int(agg["p"])
+            # A terminal finding looks at states whose only successors (if any) are themselves.
+            moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
+            if self.spec.deadlock or self.cm.terminal_exprs:
+                movers_count = F.count_distinct(F.when(moving, F.col("_parent_ord"))) if self.cm.terminal_exprs \
+                    else F.lit(n_frontier)
+                agg = succ.agg(F.count(F.lit(1)).alias("n"), F.count_distinct("_parent_ord").alias("p"),
+                               movers_count.alias("m")).collect()[0]
+                n_gen, n_parents, n_moving = int(agg["n"]), int(agg["p"]), int(agg["m"])
             else:
-                n_gen, n_parents = succ.count(), n_frontier
+                n_gen = succ.count()
+                n_parents = n_moving = n_frontier
             self.timer.mark("expand")
+            if self.cm.terminal_exprs and n_moving < n_frontier:
+                movers = succ.where(moving).select(F.col("_parent_ord").alias("_ord")).distinct()
+                self._terminal_findings(frontier.join(movers, on="_ord", how="left_anti"), depth)
             deadlocked = None
-            if n_parents < n_frontier:
+            if self.spec.deadlock and n_parents < n_frontier:
                 enabled = succ.select(F.col("_parent_ord").alias("_ord")).distinct()
                 first = (frontier.join(enabled, on="_ord", how="left_anti")
                          .orderBy("_ord").limit(1).select("_fp", "_fp2").collect()[0])
@@ -207,6 +222,24 @@ class _Search:
             if self._last_new == 0:
                 return {"result": "ok", "depth": depth, "distinct": distinct_total, "generated": generated_total}
             depth += 1
+
+    def _terminal_findings(self, terminal: DataFrame, depth: int) -> None:
+        # States without successor where a finding's expression holds: counted, the first one (in
+        # breadth-first order, so with a shortest path) kept as the example; the run goes on.
+        aggs = []
+        for i, expr in enumerate(self.cm.terminal_exprs.values()):
+            flag = F.coalesce(F.expr(expr), F.lit(False))
+            aggs += [F.count_if(flag).alias(f"n{i}"),
+                     F.min_by(F.struct("_fp", "_fp2"), F.when(flag, F.col("_ord"))).alias(f"x{i}")]
+        row = terminal.agg(*aggs).collect()[0]
+        for i, name in enumerate(self.cm.terminal_exprs):
+            n = int(row[f"n{i}"])
+            if not n:
+                continue
+            found = self.terminal.setdefault(name, {"count": 0, "state": None})
+            found["count"] += n
+            if found["state"] is None:
+                found["state"] = self.store.find_state(depth, row[f"x{i}"]["_fp"], row[f"x{i}"]["_fp2"])
 
     def _release(self) -> None:
         # Local checkpoints live until the JVM collects their RDDs; a level needs none of the last's.
@@ -301,6 +334,8 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
             trace=trace, run_id=spec.run_id, tables={}, seconds=seconds, resumed_from_depth=resume_from,
             spark_startup_seconds=spark_startup,
             level_seconds=[f.seconds for f in search._figs],
+            terminal_findings={n: {"count": f["count"], "trace": build_trace(store, f["state"], search.vars)}
+                               for n, f in search.terminal.items()},
         )
         store.write_outcome(_outcome_row(out), trace_table_rows(trace, spec.run_id),
                             trace_arrow_schema(store.arrow_schema, search.vars))

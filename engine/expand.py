@@ -7,6 +7,7 @@ one query that each level re-runs over the new frontier.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pyspark.errors import PySparkException
@@ -95,6 +96,7 @@ class CompiledModel:
     successors_sql: str
     invariant_exprs: dict[str, str]
     constraint_exprs: dict[str, str]
+    terminal_exprs: dict[str, str] = None  # type: ignore[assignment]
 
     def init(self, spark: SparkSession) -> DataFrame:
         return spark.sql(self.init_sql)
@@ -132,7 +134,23 @@ def _check_outputs(model: Model, schema: StructType, f: SqlFile, out: StructType
     return "_choice" in types
 
 
+def _define_functions(spark: SparkSession, model: Model) -> None:
+    # Helper operators (TLA+ definitions, P helper functions): one SQL function per file, inlined
+    # by Spark's optimizer into every query that calls it.
+    for f in model.functions:
+        body = _clean(f.text)
+        if not re.match(r"^(--[^\n]*\n|\s)*CREATE\s+(OR\s+REPLACE\s+)?TEMPORARY\s+FUNCTION\s+" + f.name + r"\s*\(",
+                        body, re.IGNORECASE):
+            raise ModelError(f"{f.path}: a function file holds one statement "
+                             f"'CREATE OR REPLACE TEMPORARY FUNCTION {f.name}(...) RETURNS ... RETURN ...'")
+        try:
+            spark.sql(body)
+        except PySparkException as exc:
+            raise ModelError(f"{f.path}: {_spark_message(exc)}") from None
+
+
 def compile_model(spark: SparkSession, model: Model) -> CompiledModel:
+    _define_functions(spark, model)
     schema = state_schema(spark, model)
     empty = spark.createDataFrame([], StructType([*schema.fields, StructField("_parent", PARENT_TYPE)]))
     empty.createOrReplaceTempView("frontier")
@@ -173,7 +191,8 @@ def compile_model(spark: SparkSession, model: Model) -> CompiledModel:
     cons = {}
     for name, f in model.constraints.items():
         cons[name] = _expression(spark, f)
-    return CompiledModel(model, schema, init_sql, successors_sql, inv, cons)
+    terminals = {name: _expression(spark, f) for name, f in model.terminal_findings.items()}
+    return CompiledModel(model, schema, init_sql, successors_sql, inv, cons, terminals)
 
 
 def _expression(spark: SparkSession, f: SqlFile) -> str:

@@ -40,7 +40,7 @@ MAX_ACTIONS = 64  # the successor-order key packs the action index into 6 bits
 _MODEL_KEYS = {
     "name", "title", "source", "constants", "variables", "init", "actions", "invariants",
     "constraints", "configurations", "default_configuration", "successor_order", "symmetry", "doc",
-    "assumes", "extends", "abstract",
+    "assumes", "extends", "abstract", "functions", "terminal_findings",
 }
 # What a derived model (``extends: base``) may say about the base's actions, keeping Next's order.
 _ACTION_EDITS = {"remove", "replace", "add", "add_before"}
@@ -71,7 +71,7 @@ class Variable:
 @dataclass(frozen=True)
 class SqlFile:
     name: str
-    kind: str  # init | action | invariant | constraint | assumption
+    kind: str  # init | action | invariant | constraint | assumption | function | terminal finding
     path: Path
     text: str
 
@@ -98,14 +98,16 @@ class Model:
     abstract: bool = False
     extends: tuple[str, ...] = ()       # the chain of bases, nearest first
     sql_dirs: tuple[Path, ...] = ()     # where SQL files are looked up, own folder first
+    functions: list[SqlFile] = field(default_factory=list)
+    terminal_findings: dict[str, SqlFile] = field(default_factory=dict)
 
     @property
     def variable_names(self) -> list[str]:
         return [v.name for v in self.variables]
 
     def sql_files(self) -> list[SqlFile]:
-        return [self.init, *self.actions, *self.invariants.values(), *self.constraints.values(),
-                *self.assumptions.values()]
+        return [*self.functions, self.init, *self.actions, *self.invariants.values(), *self.constraints.values(),
+                *self.assumptions.values(), *self.terminal_findings.values()]
 
 
 @dataclass(frozen=True)
@@ -339,16 +341,20 @@ def load_model(name: str, root: Path | None = None) -> Model:
     inv_names = _str_list(schema_path, data, "invariants", required=False)
     con_names = _str_list(schema_path, data, "constraints", required=False)
     asm_names = _str_list(schema_path, data, "assumes", required=False)
-    all_names = [init_name, *action_names, *inv_names, *con_names, *asm_names]
+    fn_names = _str_list(schema_path, data, "functions", required=False)
+    term_names = _str_list(schema_path, data, "terminal_findings", required=False)
+    all_names = [*fn_names, init_name, *action_names, *inv_names, *con_names, *asm_names, *term_names]
     dup = {n for n in all_names if all_names.count(n) > 1}
     if dup:
-        raise _fail(schema_path, f"{sorted(dup)} named more than once among init, actions, invariants, "
-                                 "constraints, assumes")
+        raise _fail(schema_path, f"{sorted(dup)} named more than once among functions, init, actions, invariants, "
+                                 "constraints, assumes, terminal_findings")
 
     def find(n: str) -> Path:
         # A derived model's own folder first, then its bases' folders, nearest first.
         return next((d / f"{n}.sql" for d in sql_dirs if (d / f"{n}.sql").is_file()), sql_dir / f"{n}.sql")
 
+    functions = [_read_sql(find(n), n, "function", schema_path) for n in fn_names]
+    terminals = {t: _read_sql(find(t), t, "terminal finding", schema_path) for t in term_names}
     init = _read_sql(find(init_name), init_name, "init", schema_path)
     actions = [_read_sql(find(a), a, "action", schema_path) for a in action_names]
     invariants = {i: _read_sql(find(i), i, "invariant", schema_path) for i in inv_names}
@@ -358,7 +364,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
     stray = sorted(p.name for p in sql_dir.glob("*.sql") if p.stem not in declared)
     if stray:
         raise _fail(sql_dir, f"SQL files {stray} are not declared in {schema_path.name}; "
-                             "list them under init, actions, invariants, constraints or assumes, or remove them")
+                             "list them under functions, init, actions, invariants, constraints, assumes or "
+                             "terminal_findings, or remove them")
 
     order = data.get("successor_order", "action_first")
     if order not in SUCCESSOR_ORDERS:
@@ -381,7 +388,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
     digest = hashlib.sha256()
     for p in schema_paths:  # a base's schema is part of the derived model
         digest.update(p.read_bytes())
-    for f in [init, *actions, *invariants.values(), *constraints.values(), *assumptions.values()]:
+    for f in [*functions, init, *actions, *invariants.values(), *constraints.values(), *assumptions.values(),
+              *terminals.values()]:
         digest.update(f.name.encode() + b"\0" + f.text.encode())
 
     return Model(
@@ -392,6 +400,7 @@ def load_model(name: str, root: Path | None = None) -> Model:
         source=data.get("source") or {}, digest=digest.hexdigest(), assumptions=assumptions,
         abstract=bool(data.get("abstract", False)),
         extends=tuple(p.stem for p in schema_paths[1:]), sql_dirs=tuple(sql_dirs),
+        functions=functions, terminal_findings=terminals,
     )
 
 

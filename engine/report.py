@@ -82,6 +82,10 @@ def format_summary(o: Any) -> str:
         lines.append(format_trace(o.trace))
     else:
         lines.append("Model checking completed. No error has been found.")
+    for name, f in getattr(o, "terminal_findings", {}).items():
+        lines.append(f"Finding: {name} holds in {f['count']:,} states without successor "
+                     f"(not an error; the first one, reached in {len(f['trace']) - 1} steps):")
+        lines.append(format_trace(f["trace"]))
     lines.append(f"{o.states_generated:,} states generated, {o.distinct_states:,} distinct states found. "
                  f"The depth of the complete state graph search is {o.depth}.")
     lines.append(f"Run {o.run_id} in {o.seconds:.1f}s" + (" (stored result)" if o.from_cache else "")
