@@ -22,6 +22,7 @@ from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
 from .invariants import InvariantSuite
 from .model import RunSpec
 from .session import declare_constants, get_spark
+from .symmetry import canonical_fingerprint_sql, check_paths
 from .store import LevelFigures, RunStore, check_warehouse
 from .trace import build_trace, trace_table_rows, trace_arrow_schema
 
@@ -52,6 +53,7 @@ class Outcome:
     from_cache: bool = False
     spark_startup_seconds: float = 0.0
     level_seconds: list[float] = field(default_factory=list)
+    symmetry: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +64,7 @@ class Outcome:
             "depth": self.depth, "trace": public_trace(self.trace), "run_id": self.run_id, "tables": self.tables,
             "seconds": round(self.seconds, 3), "fingerprint": self.fingerprint,
             "resumed_from_depth": self.resumed_from_depth, "from_cache": self.from_cache,
+            "symmetry": self.symmetry,
         }
 
 
@@ -96,8 +99,15 @@ class _Search:
         self.spark, self.spec, self.cm, self.store, self.suite = spark, spec, cm, store, suite
         self.progress = progress
         self.vars = [f.name for f in cm.schema.fields]
-        fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
-        self.fp_exprs = [f"{fp1} AS _fp", f"{fp2} AS _fp2"]
+        if spec.symmetry:
+            # SYMMETRY: de-duplicate by the orbit's fingerprint; the row keeps the state as generated.
+            check_paths(spec.model.schema_path, cm.schema, spec.model.symmetry_shapes)
+            canon = canonical_fingerprint_sql(cm.schema, spec.model.symmetry_shapes,
+                                              {s: spec.constants[s] for s in spec.model.symmetry})
+            self.fp_stages = [[f"{canon} AS _fpc"], ["_fpc.a AS _fp", "_fpc.b AS _fp2"]]
+        else:
+            fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
+            self.fp_stages = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
         cons = [cm.constraint_exprs[c] for c in spec.constraints]
         self.in_model_expr = " AND ".join(cons) if cons else "true"
         self.table_cols = [f.name for f in store.spark_schema.fields]
@@ -107,6 +117,12 @@ class _Search:
         self.timer = _Timer()
 
     # ---- stages ---------------------------------------------------------------------------
+    def fingerprint(self, df: DataFrame) -> DataFrame:
+        cols = df.columns
+        for stage in self.fp_stages:
+            df = df.selectExpr(*cols, *stage)
+        return df
+
     def read_level(self, depth: int) -> DataFrame:
         files = self.store.level_files(depth)
         return self.spark.read.schema(self.store.spark_schema).parquet(*files)
@@ -154,7 +170,7 @@ class _Search:
         if depth == 0:
             t0 = time.time()
             init = self.cm.init(self.spark)
-            fps = init.selectExpr("*", *self.fp_exprs).selectExpr(
+            fps = self.fingerprint(init).selectExpr(
                 "*", "CAST(NULL AS BIGINT) AS _parent_fp", "CAST(NULL AS BIGINT) AS _parent_fp2",
                 "CAST(NULL AS BIGINT) AS _parent_ord").localCheckpoint(eager=True)
             n_gen = fps.count()
@@ -179,8 +195,7 @@ class _Search:
             self.timer.mark("frontier")
             # localCheckpoint materializes the level once and gives later jobs a one-node plan:
             # re-planning the union of every action for each job cost about a second a level.
-            succ = (self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
-                    .selectExpr("*", *self.fp_exprs)
+            succ = (self.fingerprint(self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2")))
                     .localCheckpoint(eager=True))
             if self.spec.deadlock:
                 agg = succ.agg(F.count(F.lit(1)).alias("n"), F.count_distinct("_parent_ord").alias("p")).collect()[0]
@@ -297,7 +312,7 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
             distinct_states=res["distinct"], states_generated=res["generated"], depth=res["depth"],
             trace=trace, run_id=spec.run_id, tables={}, seconds=seconds, resumed_from_depth=resume_from,
             spark_startup_seconds=spark_startup,
-            level_seconds=[f.seconds for f in search._figs],
+            level_seconds=[f.seconds for f in search._figs], symmetry=spec.symmetry,
         )
         store.write_outcome(_outcome_row(out), trace_table_rows(trace, spec.run_id),
                             trace_arrow_schema(store.arrow_schema, search.vars))
@@ -314,7 +329,8 @@ def public_trace(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run_spec_json(spec: RunSpec) -> dict[str, Any]:
     return {"run_id": spec.run_id, "model": spec.model.name, "config": spec.config,
             "constants": spec.constants, "invariants": spec.invariants, "constraints": spec.constraints,
-            "deadlock": spec.deadlock, "model_digest": spec.model.digest, **spec.extra}
+            "deadlock": spec.deadlock, "model_digest": spec.model.digest, "symmetry": spec.symmetry,
+            **spec.extra}
 
 
 def _outcome_row(o: Outcome) -> dict[str, Any]:
@@ -335,4 +351,5 @@ def _outcome_from_row(spec: RunSpec, row: dict[str, Any], store: RunStore, secon
         violated_invariant=row["violated_invariant"], distinct_states=row["distinct_states"],
         states_generated=row["states_generated"], depth=row["depth"], trace=json.loads(row["trace"]),
         run_id=row["run_id"], tables=store.tables(), seconds=seconds, from_cache=True,
+        symmetry=spec.symmetry,
     )

@@ -41,7 +41,7 @@ _MODEL_KEYS = {
     "name", "title", "source", "constants", "variables", "init", "actions", "invariants",
     "constraints", "configurations", "default_configuration", "successor_order", "symmetry", "doc",
 }
-_CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock"}
+_CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock", "symmetry"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class Variable:
     type: str
     doc: str = ""
     tla: str = ""
+    symmetry: Any = None  # how a permutation of the symmetry sets acts on it (engine/symmetry.py)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class Model:
     symmetry: list[str]
     source: dict[str, Any]
     digest: str
+    symmetry_shapes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def variable_names(self) -> list[str]:
@@ -110,6 +112,7 @@ class RunSpec:
     constraints: list[str]
     deadlock: bool
     extra: dict[str, Any] = field(default_factory=dict)
+    symmetry: bool = False
 
     @property
     def run_id(self) -> str:
@@ -122,6 +125,7 @@ class RunSpec:
                 "invariants": self.invariants,
                 "constraints": self.constraints,
                 "deadlock": self.deadlock,
+                **({"symmetry": self.symmetry} if self.model.symmetry else {}),
                 **self.extra,
             },
             sort_keys=True,
@@ -227,7 +231,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
             spec = {"type": spec}
         if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
             raise _fail(schema_path, f"variable {vname}: give 'type:' as a Spark SQL type, e.g. array<int>")
-        variables.append(Variable(vname, spec["type"], spec.get("doc", ""), spec.get("tla", "")))
+        variables.append(Variable(vname, spec["type"], spec.get("doc", ""), spec.get("tla", ""),
+                                  spec.get("symmetry")))
     clash = set(constants) & {v.name for v in variables}
     if clash:
         raise _fail(schema_path, f"{sorted(clash)} are both constants and variables")
@@ -267,6 +272,12 @@ def load_model(name: str, root: Path | None = None) -> Model:
     for s in symmetry:
         if s not in constants or constants[s].type != "set<model_value>":
             raise _fail(schema_path, f"symmetry set {s} must be a constant of type set<model_value>")
+    from .symmetry import parse_shape
+    shapes = {v.name: parse_shape(schema_path, v.name, v.symmetry, symmetry)
+              for v in variables if v.symmetry is not None}
+    if shapes and not symmetry:
+        raise _fail(schema_path, f"variables {sorted(shapes)} declare 'symmetry:' but the model "
+                                 "declares no 'symmetry:' sets")
 
     configurations = data.get("configurations") or {}
     if not isinstance(configurations, dict) or not configurations:
@@ -288,7 +299,7 @@ def load_model(name: str, root: Path | None = None) -> Model:
         constants=constants, variables=variables, init=init, actions=actions,
         invariants=invariants, constraints=constraints, configurations=configurations,
         default_configuration=default_cfg, successor_order=order, symmetry=symmetry,
-        source=data.get("source") or {}, digest=digest.hexdigest(),
+        source=data.get("source") or {}, digest=digest.hexdigest(), symmetry_shapes=shapes,
     )
 
 
@@ -311,6 +322,8 @@ def _check_config(path: Path, name: str, cfg: Any, model: dict) -> None:
                 raise _fail(path, f"configuration {name} lists unknown {key[:-1]} {n}; known: {model[key]}")
     if "deadlock" in cfg and not isinstance(cfg["deadlock"], bool):
         raise _fail(path, f"configuration {name}: 'deadlock:' must be true or false")
+    if "symmetry" in cfg and not isinstance(cfg["symmetry"], bool):
+        raise _fail(path, f"configuration {name}: 'symmetry:' must be true or false")
 
 
 def _split_set(text: str) -> list[str]:
@@ -370,6 +383,7 @@ def resolve_run(
     invariants: list[str] | None = None,
     deadlock: bool | None = None,
     extra: dict[str, Any] | None = None,
+    symmetry: bool | None = None,
 ) -> RunSpec:
     """Apply a named configuration, then ``--set`` overrides and ``--invariant`` choices."""
     cfg_name = config or model.default_configuration
@@ -398,5 +412,8 @@ def resolve_run(
         inv = list(dict.fromkeys(invariants))
     cons = list(cfg.get("constraints", list(model.constraints)))
     dl = cfg.get("deadlock", True) if deadlock is None else deadlock
+    # SYMMETRY is on where the model declares symmetry sets, unless the configuration or the run
+    # turns it off (--no-symmetry).
+    sym = bool(model.symmetry) and cfg.get("symmetry", True) and symmetry is not False
     return RunSpec(model=model, config=cfg_name, constants=constants, invariants=inv,
-                   constraints=cons, deadlock=bool(dl), extra=dict(extra or {}))
+                   constraints=cons, deadlock=bool(dl), extra=dict(extra or {}), symmetry=sym)
