@@ -119,6 +119,10 @@ class _Search:
     # ---- stages ---------------------------------------------------------------------------
     def fingerprint(self, df: DataFrame) -> DataFrame:
         cols = df.columns
+        if self.spec.symmetry:
+            # Catalyst pushes a projection into every branch of the actions' UNION ALL: the large
+            # canonical-fingerprint expression would be compiled once per action. Cut the plan first.
+            df = df.localCheckpoint(eager=True)
         for stage in self.fp_stages:
             df = df.selectExpr(*cols, *stage)
         return df

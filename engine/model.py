@@ -273,11 +273,12 @@ def load_model(name: str, root: Path | None = None) -> Model:
         if s not in constants or constants[s].type != "set<model_value>":
             raise _fail(schema_path, f"symmetry set {s} must be a constant of type set<model_value>")
     from .symmetry import parse_shape
+    shaped = [v.name for v in variables if v.symmetry is not None]
+    if shaped and not symmetry:
+        raise _fail(schema_path, f"variables {shaped} declare 'symmetry:' but the model "
+                                 "declares no 'symmetry:' sets")
     shapes = {v.name: parse_shape(schema_path, v.name, v.symmetry, symmetry)
               for v in variables if v.symmetry is not None}
-    if shapes and not symmetry:
-        raise _fail(schema_path, f"variables {sorted(shapes)} declare 'symmetry:' but the model "
-                                 "declares no 'symmetry:' sets")
 
     configurations = data.get("configurations") or {}
     if not isinstance(configurations, dict) or not configurations:

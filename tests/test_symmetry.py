@@ -81,3 +81,51 @@ def test_orbit_counts_match_reference(capsys, tmp_path, procs, max_, log_len):
     assert (full["distinct_states"], full["states_generated"], full["depth"]) == \
         reference(procs, max_, log_len, symmetry=False)
     assert sym["distinct_states"] < full["distinct_states"]
+
+
+def _tokens_copy(tmp_path, old, new):
+    import shutil
+    root = tmp_path / "models"
+    shutil.copytree(TEST_MODELS, root)
+    schema = root / "schemas" / "tokens.yml"
+    text = schema.read_text()
+    assert old in text
+    schema.write_text(text.replace(old, new))
+    return root, schema
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ('symmetry: {index: {"": Procs}}', 'symmetry: {index: {"": Max}}',
+     "variable cnt: symmetry index '' names 'Max', which is not a symmetry set"),
+    ('symmetry: {sets: [""]}', 'symmetry: {sets: ["x["]}',
+     "variable done: symmetry path 'x[' is not a path"),
+    ('symmetry: {sets: [""]}', 'symmetry: {order: [""]}',
+     "variable done: 'symmetry:' takes 'index: {PATH: Set}' and 'sets: [PATH, ...]'"),
+    ("symmetry: [Procs]\n", "",
+     "variables ['cnt', 'done'] declare 'symmetry:' but the model declares no 'symmetry:' sets"),
+])
+def test_bad_symmetry_declarations_name_the_schema(tmp_path, old, new, message):
+    from engine.errors import ModelError
+    from engine.model import load_model
+    root, schema = _tokens_copy(tmp_path, old, new)
+    with pytest.raises(ModelError) as exc:
+        load_model("tokens", root)
+    assert str(exc.value).startswith(f"{schema}: {message}")
+
+
+def test_symmetry_path_must_name_an_array(capsys, tmp_path):
+    root, schema = _tokens_copy(tmp_path, 'symmetry: {sets: [""]}', 'symmetry: {sets: [".who"]}')
+    code, out, err = run_cli(capsys, "--models", str(root), "check", "tokens",
+                             "--warehouse", str(tmp_path / "wh"), "--json", "--quiet")
+    assert code == 2
+    assert f"{schema}: variable done: symmetry path '.who' is not an array in its type array<string>" in err
+
+
+def test_configuration_and_flag_turn_symmetry_off():
+    from engine.model import load_model, resolve_run
+    model = load_model("tokens", TEST_MODELS)
+    on = resolve_run(model, "default")
+    assert on.symmetry is True
+    assert resolve_run(model, "nosym").symmetry is False
+    off = resolve_run(model, "default", symmetry=False)
+    assert off.symmetry is False and off.run_id != on.run_id
