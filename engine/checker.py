@@ -24,6 +24,7 @@ from .invariants import InvariantSuite
 from .itf import parse_shape, write_itf
 from .model import RunSpec
 from .session import declare_constants, get_spark
+from .symmetry import canonical_fingerprint_sql, check_paths
 from .store import LevelFigures, RunStore, check_warehouse
 from .trace import build_trace, trace_table_rows, trace_arrow_schema
 
@@ -56,6 +57,7 @@ class Outcome:
     level_seconds: list[float] = field(default_factory=list)
     # name -> {"count": terminal states where it holds, "trace": a shortest path to the first one}
     terminal_findings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    symmetry: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +70,7 @@ class Outcome:
             "resumed_from_depth": self.resumed_from_depth, "from_cache": self.from_cache,
             "terminal_findings": {n: {"count": f["count"], "trace": public_trace(f["trace"])}
                                   for n, f in self.terminal_findings.items()},
+            "symmetry": self.symmetry,
         }
 
 
@@ -102,8 +105,15 @@ class _Search:
         self.spark, self.spec, self.cm, self.store, self.suite = spark, spec, cm, store, suite
         self.progress = progress
         self.vars = [f.name for f in cm.schema.fields]
-        fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
-        self.fp_exprs = [f"{fp1} AS _fp", f"{fp2} AS _fp2"]
+        if spec.symmetry:
+            # SYMMETRY: de-duplicate by the orbit's fingerprint; the row keeps the state as generated.
+            check_paths(spec.model.schema_path, cm.schema, spec.model.symmetry_shapes)
+            canon = canonical_fingerprint_sql(cm.schema, spec.model.symmetry_shapes,
+                                              {s: spec.constants[s] for s in spec.model.symmetry})
+            self.fp_stages = [[f"{canon} AS _fpc"], ["_fpc.a AS _fp", "_fpc.b AS _fp2"]]
+        else:
+            fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
+            self.fp_stages = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
         cons = [cm.constraint_exprs[c] for c in spec.constraints]
         self.in_model_expr = " AND ".join(cons) if cons else "true"
         self.table_cols = [f.name for f in store.spark_schema.fields]
@@ -115,6 +125,16 @@ class _Search:
         self.terminal: dict[str, dict[str, Any]] = {}
 
     # ---- stages ---------------------------------------------------------------------------
+    def fingerprint(self, df: DataFrame) -> DataFrame:
+        cols = df.columns
+        if self.spec.symmetry:
+            # Catalyst pushes a projection into every branch of the actions' UNION ALL: the large
+            # canonical-fingerprint expression would be compiled once per action. Cut the plan first.
+            df = df.localCheckpoint(eager=True)
+        for stage in self.fp_stages:
+            df = df.selectExpr(*cols, *stage)
+        return df
+
     def read_level(self, depth: int) -> DataFrame:
         files = self.store.level_files(depth)
         return self.spark.read.schema(self.store.spark_schema).parquet(*files)
@@ -162,7 +182,7 @@ class _Search:
         if depth == 0:
             t0 = time.time()
             init = self.cm.init(self.spark)
-            fps = init.selectExpr("*", *self.fp_exprs).selectExpr(
+            fps = self.fingerprint(init).selectExpr(
                 "*", "CAST(NULL AS BIGINT) AS _parent_fp", "CAST(NULL AS BIGINT) AS _parent_fp2",
                 "CAST(NULL AS BIGINT) AS _parent_ord").localCheckpoint(eager=True)
             n_gen = fps.count()
@@ -187,8 +207,7 @@ class _Search:
             self.timer.mark("frontier")
             # localCheckpoint materializes the level once and gives later jobs a one-node plan:
             # re-planning the union of every action for each job cost about a second a level.
-            succ = (self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
-                    .selectExpr("*", *self.fp_exprs)
+            succ = (self.fingerprint(self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2")))
                     .localCheckpoint(eager=True))
             # A terminal finding looks at states whose only successors (if any) are themselves.
             moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
@@ -333,7 +352,7 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
             distinct_states=res["distinct"], states_generated=res["generated"], depth=res["depth"],
             trace=trace, run_id=spec.run_id, tables={}, seconds=seconds, resumed_from_depth=resume_from,
             spark_startup_seconds=spark_startup,
-            level_seconds=[f.seconds for f in search._figs],
+            level_seconds=[f.seconds for f in search._figs], symmetry=spec.symmetry,
             terminal_findings={n: {"count": f["count"], "trace": build_trace(store, f["state"], search.vars)}
                                for n, f in search.terminal.items()},
         )
@@ -364,7 +383,8 @@ def public_trace(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run_spec_json(spec: RunSpec) -> dict[str, Any]:
     return {"run_id": spec.run_id, "model": spec.model.name, "config": spec.config,
             "constants": spec.constants, "invariants": spec.invariants, "constraints": spec.constraints,
-            "deadlock": spec.deadlock, "model_digest": spec.model.digest, **spec.extra}
+            "deadlock": spec.deadlock, "model_digest": spec.model.digest, "symmetry": spec.symmetry,
+            **spec.extra}
 
 
 def _outcome_row(o: Outcome) -> dict[str, Any]:
@@ -385,4 +405,5 @@ def _outcome_from_row(spec: RunSpec, row: dict[str, Any], store: RunStore, secon
         violated_invariant=row["violated_invariant"], distinct_states=row["distinct_states"],
         states_generated=row["states_generated"], depth=row["depth"], trace=json.loads(row["trace"]),
         run_id=row["run_id"], tables=store.tables(), seconds=seconds, from_cache=True,
+        symmetry=spec.symmetry,
     )

@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME",
                    help="check this invariant (repeatable); replaces the configuration's list")
     c.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks (TLC's -deadlock)")
+    c.add_argument("--no-symmetry", action="store_true",
+                   help="count states that differ by a permutation of the symmetry sets apart")
     c.add_argument("--warehouse", type=Path, default=None, help="where the Delta tables go (default: warehouse/)")
     c.add_argument("--master", default=None, help="Spark master (default: local[2] or $SSE_SPARK_MASTER)")
     c.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
@@ -128,7 +130,8 @@ def _cmd_check(args) -> int:
     root = args.models or default_models_root()
     model = load_model(args.model, root)
     spec = resolve_run(model, args.config, args.sets, args.invariants or None,
-                       False if args.no_deadlock else None)
+                       False if args.no_deadlock else None,
+                       symmetry=False if args.no_symmetry else None)
     warehouse = args.warehouse or _default_warehouse()
     from .checker import check
     from .store import check_warehouse

@@ -41,10 +41,11 @@ def encode_args(expr: str, dtype: DataType, depth: int = 0) -> list[str]:
     return [f"isnull({expr})", expr]
 
 
-def fingerprint_sql(columns: list[tuple[str, DataType]]) -> tuple[str, str]:
-    """The two halves of the fingerprint as SQL expressions over the named columns."""
+def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "") -> tuple[str, str]:
+    """The two halves of the fingerprint as SQL expressions over the named columns (fields of
+    ``prefix``, a struct, when given)."""
     args: list[str] = []
     for name, dtype in columns:
-        args.extend(encode_args(f"`{name}`", dtype))
+        args.extend(encode_args(f"{prefix}`{name}`", dtype))
     joined = ", ".join(args)
     return f"xxhash64({joined})", f"xxhash64({_SECOND_SEED}, {joined})"

@@ -44,7 +44,7 @@ _MODEL_KEYS = {
 }
 # What a derived model (``extends: base``) may say about the base's actions, keeping Next's order.
 _ACTION_EDITS = {"remove", "replace", "add", "add_before"}
-_CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock"}
+_CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock", "symmetry"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class Variable:
     doc: str = ""
     tla: str = ""
     itf: str = ""   # how the value is written in ITF traces (engine.itf), when Spark's type does not say
+    symmetry: Any = None  # how a permutation of the symmetry sets acts on it (engine/symmetry.py)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Model:
     sql_dirs: tuple[Path, ...] = ()     # where SQL files are looked up, own folder first
     functions: list[SqlFile] = field(default_factory=list)
     terminal_findings: dict[str, SqlFile] = field(default_factory=dict)
+    symmetry_shapes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def variable_names(self) -> list[str]:
@@ -121,6 +123,7 @@ class RunSpec:
     constraints: list[str]
     deadlock: bool
     extra: dict[str, Any] = field(default_factory=dict)
+    symmetry: bool = False
 
     @property
     def run_id(self) -> str:
@@ -133,6 +136,7 @@ class RunSpec:
                 "invariants": self.invariants,
                 "constraints": self.constraints,
                 "deadlock": self.deadlock,
+                **({"symmetry": self.symmetry} if self.model.symmetry else {}),
                 **self.extra,
             },
             sort_keys=True,
@@ -322,7 +326,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
             raise _fail(schema_path, f"variable {vname}: 'itf:' must be a string such as set, fun(Clients) or seq")
         if spec.get("itf"):
             _check_itf_hint(schema_path, str(vname), spec["itf"], constants)
-        variables.append(Variable(vname, spec["type"], spec.get("doc", ""), spec.get("tla", ""), spec.get("itf", "")))
+        variables.append(Variable(vname, spec["type"], spec.get("doc", ""), spec.get("tla", ""), spec.get("itf", ""),
+                                  spec.get("symmetry")))
     clash = set(constants) & {v.name for v in variables}
     if clash:
         raise _fail(schema_path, f"{sorted(clash)} are both constants and variables")
@@ -374,6 +379,13 @@ def load_model(name: str, root: Path | None = None) -> Model:
     for s in symmetry:
         if s not in constants or constants[s].type != "set<model_value>":
             raise _fail(schema_path, f"symmetry set {s} must be a constant of type set<model_value>")
+    from .symmetry import parse_shape
+    shaped = [v.name for v in variables if v.symmetry is not None]
+    if shaped and not symmetry:
+        raise _fail(schema_path, f"variables {shaped} declare 'symmetry:' but the model "
+                                 "declares no 'symmetry:' sets")
+    shapes = {v.name: parse_shape(schema_path, v.name, v.symmetry, symmetry)
+              for v in variables if v.symmetry is not None}
 
     configurations = data.get("configurations") or {}
     if not isinstance(configurations, dict) or not configurations:
@@ -400,7 +412,7 @@ def load_model(name: str, root: Path | None = None) -> Model:
         source=data.get("source") or {}, digest=digest.hexdigest(), assumptions=assumptions,
         abstract=bool(data.get("abstract", False)),
         extends=tuple(p.stem for p in schema_paths[1:]), sql_dirs=tuple(sql_dirs),
-        functions=functions, terminal_findings=terminals,
+        functions=functions, terminal_findings=terminals, symmetry_shapes=shapes,
     )
 
 
@@ -439,6 +451,8 @@ def _check_config(path: Path, name: str, cfg: Any, model: dict) -> None:
                 raise _fail(path, f"configuration {name} lists unknown {key[:-1]} {n}; known: {model[key]}")
     if "deadlock" in cfg and not isinstance(cfg["deadlock"], bool):
         raise _fail(path, f"configuration {name}: 'deadlock:' must be true or false")
+    if "symmetry" in cfg and not isinstance(cfg["symmetry"], bool):
+        raise _fail(path, f"configuration {name}: 'symmetry:' must be true or false")
 
 
 def _split_set(text: str) -> list[str]:
@@ -498,6 +512,7 @@ def resolve_run(
     invariants: list[str] | None = None,
     deadlock: bool | None = None,
     extra: dict[str, Any] | None = None,
+    symmetry: bool | None = None,
 ) -> RunSpec:
     """Apply a named configuration, then ``--set`` overrides and ``--invariant`` choices."""
     if model.abstract:
@@ -529,5 +544,8 @@ def resolve_run(
         inv = list(dict.fromkeys(invariants))
     cons = list(cfg.get("constraints", list(model.constraints)))
     dl = cfg.get("deadlock", True) if deadlock is None else deadlock
+    # SYMMETRY is on where the model declares symmetry sets, unless the configuration or the run
+    # turns it off (--no-symmetry).
+    sym = bool(model.symmetry) and cfg.get("symmetry", True) and symmetry is not False
     return RunSpec(model=model, config=cfg_name, constants=constants, invariants=inv,
-                   constraints=cons, deadlock=bool(dl), extra=dict(extra or {}))
+                   constraints=cons, deadlock=bool(dl), extra=dict(extra or {}), symmetry=sym)

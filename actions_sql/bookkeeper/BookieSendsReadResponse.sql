@@ -1,0 +1,46 @@
+-- BookKeeperProtocol.tla: BookieSendsReadResponse, with GetReadResponseMessage(msg)
+-- A bookie answers a (fencing) recovery read with the entry, or NoSuchEntry.
+WITH msgs AS (
+    SELECT f.*, mm.mi, mm.m.msg AS msg, mm.m.count AS cnt
+    FROM frontier AS f
+    LATERAL VIEW posexplode(f.messages) mm AS mi, m                     -- \E msg \in DOMAIN messages
+),
+
+enabled_pre AS (
+    SELECT *, array_position(Bookies, msg.bookie) - 1 AS bi, named_struct('type', 'ReadResponseMessage', 'bookie', msg.bookie, 'cid', msg.cid, 'entry', coalesce(try_element_at(filter(b_entries[array_position(Bookies, msg.bookie) - 1], e -> e.id = msg.entry_id), 1), named_struct('id', msg.entry_id, 'data', -1)), 'lac', CAST(NULL AS INT), 'recovery', CAST(NULL AS BOOLEAN), 'success', CAST(NULL AS BOOLEAN), 'entry_id', CAST(NULL AS INT), 'fence', msg.fence, 'code', IF(exists(b_entries[array_position(Bookies, msg.bookie) - 1], e -> e.id = msg.entry_id), 'OK', 'NoSuchEntry')) AS resp
+    FROM msgs
+    WHERE msg.type = 'ReadRequestMessage' AND cnt >= 1
+      AND true
+),
+
+dc AS (
+    SELECT e.*, d.di, d.dcount
+    FROM enabled_pre AS e
+    CROSS JOIN (SELECT posexplode(array(-1, 1)) AS (di, dcount)) AS d   -- \E delivered_count \in {-1, 1}
+    WHERE NOT exists(messages, m -> m.msg <=> resp)
+),
+enabled AS (
+    SELECT *,
+        array_sort(array_append(
+            transform(messages, m -> IF(m.msg <=> msg, named_struct('msg', m.msg, 'count', m.count - 1), m)),
+            named_struct('msg', resp, 'count', dcount))) AS messages2,
+        mi * 2 + di AS _choice
+    FROM dc
+),
+
+final AS (
+    SELECT
+        messages2 AS messages,
+        meta_status,
+        meta_fragments,
+        meta_last_entry,
+        meta_version,
+        b_entries,
+        transform(b_fenced, (x, i) -> IF(i = bi AND msg.fence, true, x)) AS b_fenced,
+        b_lac,
+        clients,
+        _parent, _choice
+    FROM enabled
+)
+
+SELECT * FROM final

@@ -1,0 +1,81 @@
+-- BookKeeperProtocol.tla: ClientChangesEnsemble(cid), with ChangeEnsemble(c, FALSE)
+-- Bookies whose writes timed out are replaced by a new ensemble for the entries after the LAC.
+WITH choices AS (
+    SELECT f.*, cl.ci, cl.cid, f.clients[cl.ci] AS c
+    FROM frontier AS f
+    CROSS JOIN (SELECT posexplode(Clients) AS (ci, cid)) AS cl       -- \E cid \in Clients
+),
+
+pre AS (
+    -- every bookie of the ensemble either timed out (failed) or did not (good): the only
+    -- subset failed_bookies that can satisfy the spec's \E is the set of timed-out ones
+    SELECT *,
+        filter(c.curr_fragment.ensemble, b -> exists(messages, m -> m.count = -1 AND m.msg.bookie = b AND m.msg.cid = c.id AND m.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage') AND m.msg.recovery = false)) AS failed,
+        filter(c.curr_fragment.ensemble, b -> NOT exists(messages, m -> m.count = -1 AND m.msg.bookie = b AND m.msg.cid = c.id AND m.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage') AND m.msg.recovery = false)) AS good,
+        c.lac + 1 AS first_entry_id
+    FROM choices
+    WHERE c.status = 'STATUS_OPEN' AND meta_status = 'STATUS_OPEN'
+      -- NoPendingResends(c)
+      AND NOT exists(c.pending_add_ops, op -> op.fragment_id <> c.curr_fragment.id
+                                             OR NOT (op.ensemble <=> c.curr_fragment.ensemble))
+      AND c.meta_version = meta_version
+),
+with_ens AS (
+    SELECT *, array_min(filter(
+            transform(sequence(0, shiftleft(1, size(Bookies)) - 1),
+                      mask -> filter(Bookies, (b, k) -> (shiftright(mask, k) & 1) = 1)),
+            ens -> size(ens) = WriteQuorum
+               AND NOT exists(ens, b -> array_contains(failed, b))
+               AND forall(good, b -> array_contains(ens, b))
+               AND forall(meta_fragments, fr -> NOT (fr.ensemble <=> ens)))) AS new_ensemble
+    FROM pre
+    WHERE size(failed) > 0
+),
+enabled AS (
+    SELECT *,
+        -- UpdatedFragments(c, first_entry_id, new_ensemble)
+        IF(first_entry_id = c.curr_fragment.first_entry_id,
+           transform(c.fragments, fr -> IF(fr <=> element_at(c.fragments, -1),
+                     named_struct('id', fr.id, 'ensemble', new_ensemble, 'first_entry_id', fr.first_entry_id), fr)),
+           array_append(c.fragments, named_struct('id', size(c.fragments) + 1, 'ensemble', new_ensemble,
+                                                  'first_entry_id', first_entry_id))) AS updated,
+        ci AS _choice
+    FROM with_ens
+    WHERE new_ensemble IS NOT NULL                                      -- EnsembleAvailable
+),
+
+final AS (
+    SELECT
+        transform(messages, m -> IF(            -- ClearWriteTimeout(c.id, failed, recovery)
+            m.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage')
+            AND array_contains(failed, m.msg.bookie) AND m.msg.cid = c.id
+            AND m.msg.recovery = false AND m.count = -1,
+            named_struct('msg', m.msg, 'count', 0), m)) AS messages,
+        meta_status,
+        updated AS meta_fragments,
+        meta_last_entry,
+        meta_version + 1 AS meta_version,
+        b_entries,
+        b_fenced,
+        b_lac,
+        transform(clients, (x, i) -> IF(i = ci, named_struct(
+                'id', x.id,
+                'meta_version', meta_version + 1,
+                'status', x.status,
+                'fragments', updated,
+                'curr_fragment', element_at(updated, -1),
+                'pending_add_ops', x.pending_add_ops,
+                'lap', x.lap,
+                'lac', x.lac,
+                'confirmed', transform(x.confirmed, (s, k) -> IF(k + 1 >= first_entry_id, array_except(s, failed), s)),
+                'fenced', x.fenced,
+                'recovery_ensemble', x.recovery_ensemble,
+                'curr_read_entry', x.curr_read_entry,
+                'read_responses', x.read_responses,
+                'recovery_phase', x.recovery_phase,
+                'last_recoverable_entry', x.last_recoverable_entry), x)) AS clients,
+        _parent, _choice
+    FROM enabled
+)
+
+SELECT * FROM final

@@ -1,0 +1,71 @@
+-- BookKeeperProtocol.tla: RecoveryClientSendsPendingAddOp(cid), with ResendPendingAddOp(c, TRUE)
+-- After an ensemble change, the lowest pending add op goes to the ensemble's new bookies.
+WITH choices AS (
+    SELECT f.*, cl.ci, cl.cid, f.clients[cl.ci] AS c
+    FROM frontier AS f
+    CROSS JOIN (SELECT posexplode(Clients) AS (ci, cid)) AS cl       -- \E cid \in Clients
+),
+
+ops AS (
+    SELECT ch.*, o.oi, o.op
+    FROM choices AS ch
+    LATERAL VIEW posexplode(ch.c.pending_add_ops) o AS oi, op          -- \E op \in c.pending_add_ops
+    WHERE ch.c.status = 'STATUS_IN_RECOVERY'
+),
+pre AS (
+    SELECT *, array_except(c.curr_fragment.ensemble, op.ensemble) AS new_bookies
+    FROM ops
+    WHERE (op.fragment_id <> c.curr_fragment.id OR NOT (op.ensemble <=> c.curr_fragment.ensemble))
+      AND NOT exists(c.pending_add_ops, op2 -> op2.fragment_id = op.fragment_id
+                                              AND op2.ensemble <=> op.ensemble
+                                              AND op2.entry.id < op.entry.id)
+),
+to_send AS (
+    SELECT *, transform(new_bookies, b -> named_struct('type', 'AddEntryRequestMessage', 'bookie', b, 'cid', c.id, 'entry', op.entry, 'lac', c.lac, 'recovery', true, 'success', CAST(NULL AS BOOLEAN), 'entry_id', CAST(NULL AS INT), 'fence', CAST(NULL AS BOOLEAN), 'code', CAST(NULL AS STRING))) AS new_msgs
+    FROM pre
+),
+sends AS (
+    SELECT t.*, s.mask
+    FROM to_send AS t
+    LATERAL VIEW explode(sequence(0, shiftleft(1, size(t.new_msgs)) - 1)) s AS mask
+    WHERE NOT exists(t.new_msgs, n -> exists(t.messages, m -> m.msg <=> n))
+),
+enabled AS (
+    SELECT *,
+        array_sort(concat(messages, transform(new_msgs, (n, k) ->
+            named_struct('msg', n, 'count', IF((shiftright(mask, k) & 1) = 1, -1, 1))))) AS messages2,
+        (ci * 16 + oi) * 64 + mask AS _choice
+    FROM sends
+),
+
+final AS (
+    SELECT
+        messages2 AS messages,
+        meta_status,
+        meta_fragments,
+        meta_last_entry,
+        meta_version,
+        b_entries,
+        b_fenced,
+        b_lac,
+        transform(clients, (x, i) -> IF(i = ci, named_struct(
+                'id', x.id,
+                'meta_version', x.meta_version,
+                'status', x.status,
+                'fragments', x.fragments,
+                'curr_fragment', x.curr_fragment,
+                'pending_add_ops', array_sort(array_distinct(transform(x.pending_add_ops, o -> IF(o <=> op, named_struct('entry', o.entry, 'fragment_id', x.curr_fragment.id, 'ensemble', x.curr_fragment.ensemble), o)))),
+                'lap', x.lap,
+                'lac', x.lac,
+                'confirmed', x.confirmed,
+                'fenced', x.fenced,
+                'recovery_ensemble', x.recovery_ensemble,
+                'curr_read_entry', x.curr_read_entry,
+                'read_responses', x.read_responses,
+                'recovery_phase', x.recovery_phase,
+                'last_recoverable_entry', x.last_recoverable_entry), x)) AS clients,
+        _parent, _choice
+    FROM enabled
+)
+
+SELECT * FROM final

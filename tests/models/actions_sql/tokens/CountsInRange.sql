@@ -1,0 +1,2 @@
+-- Tokens.tla: CountsInRange (invariant)
+forall(cnt, x -> x BETWEEN 0 AND Max)

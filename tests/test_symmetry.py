@@ -1,0 +1,131 @@
+"""Symmetry reduction on the toy model ``tokens``, against an independent Python search that
+counts the reachable orbits under every permutation of Procs (TLC's SYMMETRY)."""
+import itertools
+import json
+
+import pytest
+
+from conftest import TEST_MODELS, run_cli
+
+
+def successors(s, procs, max_, log_len):
+    cnt, owner, log, done, last = s
+    out = []
+    for i, p in enumerate(procs):                                   # Next == \E p : Inc \/ Take \/ Release
+        if cnt[i] < max_:
+            c = list(cnt)
+            c[i] += 1
+            out.append((tuple(c), owner, log, done, (p, c[i])))
+        if owner is None and len(log) < log_len:
+            out.append((cnt, p, log + (p,), tuple(sorted(set(done) | {p})), last))
+        if owner == p:
+            out.append((cnt, None, log, done, last))
+    return out
+
+
+def permute(s, procs, pi):
+    cnt, owner, log, done, last = s
+    ren = dict(zip(procs, pi))
+    new_cnt = [0] * len(procs)
+    for k, p in enumerate(procs):
+        new_cnt[procs.index(ren[p])] = cnt[k]
+    return (tuple(new_cnt), ren.get(owner), tuple(ren[x] for x in log),
+            tuple(sorted(ren[x] for x in done)), None if last is None else (ren[last[0]], last[1]))
+
+
+def reference(procs, max_, log_len, symmetry):
+    """Breadth-first over states; with symmetry a state is known by the smallest of its orbit."""
+    perms = list(itertools.permutations(procs)) if symmetry else [tuple(procs)]
+
+    def key(s):
+        return min(repr(permute(s, procs, pi)) for pi in perms)
+
+    init = (tuple([0] * len(procs)), None, (), (), None)
+    seen, frontier, depth, generated = {key(init)}, [init], 1, 1
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for t in successors(s, procs, max_, log_len):
+                generated += 1
+                k = key(t)
+                if k not in seen:
+                    seen.add(k)
+                    nxt.append(t)
+        if nxt:
+            depth += 1
+        frontier = nxt
+    return len(seen), generated, depth
+
+
+def check(capsys, tmp_path, *args):
+    code, out, err = run_cli(capsys, "--models", str(TEST_MODELS), "check", "tokens",
+                             "--warehouse", str(tmp_path / "wh"), "--json", "--quiet", *args)
+    assert out.strip(), err
+    return code, json.loads(out)
+
+
+CASES = [(["p1", "p2", "p3"], 1, 2), (["p1", "p2"], 2, 2)]
+
+
+@pytest.mark.parametrize("procs,max_,log_len", CASES)
+def test_orbit_counts_match_reference(capsys, tmp_path, procs, max_, log_len):
+    sets = ["--set", f"Procs={','.join(procs)}", "--set", f"Max={max_}", "--set", f"LogLen={log_len}"]
+    code, sym = check(capsys, tmp_path, *sets)
+    assert code == 0
+    assert sym["symmetry"] is True
+    assert (sym["distinct_states"], sym["states_generated"], sym["depth"]) == \
+        reference(procs, max_, log_len, symmetry=True)
+    code, full = check(capsys, tmp_path, *sets, "--no-symmetry")
+    assert code == 0
+    assert full["symmetry"] is False and full["run_id"] != sym["run_id"]
+    assert (full["distinct_states"], full["states_generated"], full["depth"]) == \
+        reference(procs, max_, log_len, symmetry=False)
+    assert sym["distinct_states"] < full["distinct_states"]
+
+
+def _tokens_copy(tmp_path, old, new):
+    import shutil
+    root = tmp_path / "models"
+    shutil.copytree(TEST_MODELS, root)
+    schema = root / "schemas" / "tokens.yml"
+    text = schema.read_text()
+    assert old in text
+    schema.write_text(text.replace(old, new))
+    return root, schema
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ('symmetry: {index: {"": Procs}}', 'symmetry: {index: {"": Max}}',
+     "variable cnt: symmetry index '' names 'Max', which is not a symmetry set"),
+    ('symmetry: {sets: [""]}', 'symmetry: {sets: ["x["]}',
+     "variable done: symmetry path 'x[' is not a path"),
+    ('symmetry: {sets: [""]}', 'symmetry: {order: [""]}',
+     "variable done: 'symmetry:' takes 'index: {PATH: Set}' and 'sets: [PATH, ...]'"),
+    ("symmetry: [Procs]\n", "",
+     "variables ['cnt', 'done'] declare 'symmetry:' but the model declares no 'symmetry:' sets"),
+])
+def test_bad_symmetry_declarations_name_the_schema(tmp_path, old, new, message):
+    from engine.errors import ModelError
+    from engine.model import load_model
+    root, schema = _tokens_copy(tmp_path, old, new)
+    with pytest.raises(ModelError) as exc:
+        load_model("tokens", root)
+    assert str(exc.value).startswith(f"{schema}: {message}")
+
+
+def test_symmetry_path_must_name_an_array(capsys, tmp_path):
+    root, schema = _tokens_copy(tmp_path, 'symmetry: {sets: [""]}', 'symmetry: {sets: [".who"]}')
+    code, out, err = run_cli(capsys, "--models", str(root), "check", "tokens",
+                             "--warehouse", str(tmp_path / "wh"), "--json", "--quiet")
+    assert code == 2
+    assert f"{schema}: variable done: symmetry path '.who' is not an array in its type array<string>" in err
+
+
+def test_configuration_and_flag_turn_symmetry_off():
+    from engine.model import load_model, resolve_run
+    model = load_model("tokens", TEST_MODELS)
+    on = resolve_run(model, "default")
+    assert on.symmetry is True
+    assert resolve_run(model, "nosym").symmetry is False
+    off = resolve_run(model, "default", symmetry=False)
+    assert off.symmetry is False and off.run_id != on.run_id
