@@ -20,6 +20,9 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         # A level is often a few hundred rows: 200 shuffle partitions would be 200 tasks of nothing.
         .config("spark.sql.shuffle.partitions", os.environ.get("SSE_SHUFFLE_PARTITIONS", "4"))
         .config("spark.sql.adaptive.enabled", "true")
+        # The seen states are read as one file list per level; above 32 paths Spark would list
+        # them with a Spark job of its own every level.
+        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         .config("spark.ui.enabled", os.environ.get("SSE_SPARK_UI", "false"))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("SSE_DRIVER_MEMORY", "6g"))

@@ -1,58 +1,183 @@
-"""Benchmark a model check: wall time, Spark start-up, throughput and per-level fixed cost.
+"""Benchmark model checks: wall time, Spark start-up, throughput, per-level fixed cost, memory, bytes.
 
-    python pipelines/benchmark.py ledger_chaining [--config NAME] [--set CONST=VALUE ...]
+    python pipelines/benchmark.py [CASE ...] [--master local[2]] [--small 1000] [--no-record]
 
-The fixed cost per level is the median time of the levels that generated fewer than
---small states (their time is the engine's overhead, not work on states).
+A CASE is ``MODEL[:CONFIG][+CONST=VALUE...]``, for example ``ledger_chaining`` (its default
+configuration) or ``ledger_chaining+Clients=c1,c2+LedgerLimit=3``. Every case runs fresh, in a
+temporary warehouse, in one Spark session (its start-up is paid once and reported with each case).
+
+For each case it prints: the result and TLC's figures (distinct, generated, depth), wall time
+(start-up included), Spark start-up, states generated and distinct states per second, the median and
+worst fixed cost per level (the time of levels that generated fewer than ``--small`` states: the
+engine's overhead, not work on states), CPU seconds of the whole process tree (driver, JVM, Python
+workers: a figure that stays meaningful when the machine is shared, unlike wall time), peak
+resident memory of the JVM driver and of the Python driver, and the bytes the run wrote. The load
+average at the start and end is printed too: other processes on the machine inflate wall times.
+
+The figures are appended to the Delta table ``<warehouse>/_benchmarks`` (``--warehouse``,
+default ``<checkout>/warehouse``) so runs can be compared over time.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from engine.checker import check  # noqa: E402
 from engine.model import load_model, resolve_run  # noqa: E402
 from engine.session import get_spark  # noqa: E402
 
+_TCK = os.sysconf("SC_CLK_TCK")
 
-def main() -> int:
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        s = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return s[s.rindex(")") + 2:].split()
+
+
+def cpu_seconds(root: int | None = None) -> float:
+    """User+system CPU seconds of a process and all its descendants (reaped children included)."""
+    root = root or os.getpid()
+    children: dict[int, list[tuple[int, list[str]]]] = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            f = _stat_fields(int(p))
+            if f:
+                children.setdefault(int(f[1]), []).append((int(p), f))
+    own = _stat_fields(root) or []
+    total = sum(int(x) for x in own[11:15])  # utime, stime, cutime, cstime
+    stack = [root]
+    while stack:
+        for pid, f in children.get(stack.pop(), []):
+            total += sum(int(x) for x in f[11:15])
+            stack.append(pid)
+    return total / _TCK
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The process's peak resident set (VmHWM); the kernel keeps it since the process started."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def parse_case(text: str) -> tuple[str, str | None, list[str]]:
+    head, *sets = text.split("+")
+    model, _, config = head.partition(":")
+    return model, config or None, sets
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None) -> dict:
+    model_name, config, sets = parse_case(case)
+    spec = resolve_run(load_model(model_name), config, sets, None, deadlock)
+    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    load0 = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="sse-bench-") as wh:
+        c0, t0 = cpu_seconds(), time.time()
+        out = check(spec, Path(wh), spark=spark, fresh=True)
+        search = time.time() - t0
+        cpu = cpu_seconds() - c0
+        from deltalake import DeltaTable
+        levels = DeltaTable(out.tables["levels"]).to_pyarrow_table().to_pylist()
+        written = dir_bytes(Path(wh))
+    small_levels = [r["seconds"] for r in levels if r["generated"] < small] or [float("nan")]
+    every = [r["seconds"] for r in levels] or [float("nan")]
+    return {
+        "case": case, "model": spec.model.name, "config": spec.config,
+        "constants": " ".join(f"{k}={v}" for k, v in sorted(spec.constants.items())),
+        "result": out.result, "distinct": out.distinct_states, "generated": out.states_generated,
+        "depth": out.depth, "levels": len(levels),
+        "wall_s": startup + search, "startup_s": startup, "search_s": search, "cpu_s": cpu,
+        "distinct_per_s": out.distinct_states / search, "generated_per_s": out.states_generated / search,
+        "fixed_median_s": statistics.median(small_levels), "fixed_worst_s": max(small_levels),
+        "fixed_levels": sum(1 for r in levels if r["generated"] < small),
+        "level_median_s": statistics.median(every),
+        "jvm_peak_rss": peak_rss_bytes(jvm_pid), "py_peak_rss": peak_rss_bytes(os.getpid()),
+        "bytes_written": written, "load_start": load0, "load_end": os.getloadavg()[0],
+    }
+
+
+def show(r: dict, small: int) -> None:
+    mib = 1 << 20
+    print(f"case               {r['case']}  ({r['model']}:{r['config']} {r['constants']})")
+    print(f"result             {r['result']}: {r['distinct']:,} distinct, {r['generated']:,} generated, "
+          f"depth {r['depth']}")
+    print(f"wall time          {r['wall_s']:.1f} s (Spark start-up {r['startup_s']:.1f} s, search {r['search_s']:.1f} s)")
+    print(f"cpu time           {r['cpu_s']:.1f} s (driver, JVM and Python workers, search only)")
+    print(f"throughput         {r['generated_per_s']:,.0f} generated/s, {r['distinct_per_s']:,.0f} distinct/s")
+    print(f"fixed cost/level   median {r['fixed_median_s']:.3f} s, worst {r['fixed_worst_s']:.3f} s "
+          f"({r['fixed_levels']} of {r['levels']} levels generated < {small:,} states); "
+          f"median level {r['level_median_s']:.3f} s")
+    print(f"peak memory        JVM driver {r['jvm_peak_rss'] / mib:,.0f} MiB, Python driver {r['py_peak_rss'] / mib:,.0f} MiB")
+    print(f"bytes written      {r['bytes_written'] / mib:,.1f} MiB")
+    print(f"load average       {r['load_start']:.1f} at start, {r['load_end']:.1f} at end "
+          f"({os.cpu_count()} cores; above that, wall times are inflated by other processes)")
+    print(flush=True)
+
+
+def record(rows: list[dict], warehouse: Path, master: str) -> Path:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    extra = {"at": stamp, "git_commit": git_commit(), "master": master, "host": platform.node(),
+             "cores": os.cpu_count()}
+    table = pa.Table.from_pylist([{**extra, **r} for r in rows])
+    path = warehouse / "_benchmarks"
+    write_deltalake(str(path), table, mode="append", schema_mode="merge", name="benchmarks")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", nargs="?", default="ledger_chaining")
-    p.add_argument("--config")
-    p.add_argument("--set", dest="sets", action="append", default=[])
+    p.add_argument("cases", nargs="*", default=["ledger_chaining"], help="MODEL[:CONFIG][+CONST=VALUE...]")
+    p.add_argument("--master", default=None, help="Spark master (default local[2], or SSE_SPARK_MASTER)")
+    p.add_argument("--small", type=int, default=1000,
+                   help="levels that generated fewer states than this count as fixed cost")
     p.add_argument("--no-deadlock", action="store_true")
-    p.add_argument("--small", type=int, default=1000, help="levels below this many generated states count as fixed cost")
-    p.add_argument("--master", default=None)
-    args = p.parse_args()
+    p.add_argument("--warehouse", type=Path, default=ROOT / "warehouse",
+                   help="where the _benchmarks Delta table is appended to")
+    p.add_argument("--no-record", action="store_true", help="print only; do not append to _benchmarks")
+    args = p.parse_args(argv)
 
     t0 = time.time()
     spark = get_spark(args.master)
     startup = time.time() - t0
-    spec = resolve_run(load_model(args.model), args.config, args.sets, None, False if args.no_deadlock else None)
-    with tempfile.TemporaryDirectory() as wh:
-        t1 = time.time()
-        out = check(spec, Path(wh), spark=spark)
-        search = time.time() - t1
-        from deltalake import DeltaTable
-        levels = DeltaTable(out.tables["levels"]).to_pyarrow_table().to_pylist()
-    small = [r["seconds"] for r in levels if r["generated"] < args.small]
-    every = [r["seconds"] for r in levels]
-    wall = time.time() - t0
-    print(f"model              {spec.model.name} ({spec.config}) {spec.constants}")
-    print(f"result             {out.result}: {out.distinct_states:,} distinct, {out.states_generated:,} generated, depth {out.depth}")
-    print(f"wall time          {wall:.1f} s (Spark start-up {startup:.1f} s, search {search:.1f} s)")
-    print(f"distinct states/s  {out.distinct_states / search:,.0f}")
-    print(f"generated/s        {out.states_generated / search:,.0f}")
-    if small:
-        print(f"fixed cost/level   median {statistics.median(small):.3f} s, worst {max(small):.3f} s "
-              f"over {len(small)} levels with < {args.small} states generated")
-    print(f"level time         median {statistics.median(every):.3f} s, total {sum(every):.1f} s over {len(every)} levels")
+    master = spark.sparkContext.master
+    rows = []
+    for case in args.cases:
+        r = run_case(spark, case, startup, args.small, False if args.no_deadlock else None)
+        show(r, args.small)
+        rows.append(r)
+    if not args.no_record:
+        print(f"recorded in        {record(rows, args.warehouse, master)}")
     return 0
 
 
