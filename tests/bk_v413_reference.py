@@ -539,3 +539,90 @@ if __name__ == "__main__":
               args.get("RecoveryReadsFence", "FALSE") == "TRUE", deadlock=args.get("deadlock", "0") == "1")
     res.pop("state", None)
     print(json.dumps(res))
+
+
+# -------------------------------------------------------------------- rows of the engine's tables
+# The engine's encoding (schemas/bookkeeper_v4_13.yml): 'Nil' for a status, NULL for other Nils,
+# sets as sorted lists, functions over Bookies as lists in the order of Bookies.
+
+def _frag_row(f):
+    return None if f is NIL else {"id": f.id, "ensemble": sorted(f.ensemble), "first_entry_id": f.first_entry_id}
+
+
+def _entry_row(e):
+    return None if e is NIL else {"id": e.id, "data": e.data}
+
+
+def _writer_row(w):
+    return {
+        "meta_version": w.meta_version, "status": "Nil" if w.status is NIL else w.status,
+        "curr_fragment": _frag_row(w.curr_fragment),
+        "pending_add_ops": sorted(({"entry": _entry_row(o.entry), "fragment_id": o.fragment_id,
+                                    "ensemble": sorted(o.ensemble)} for o in w.pending_add_ops),
+                                  key=lambda d: (d["entry"]["id"], d["entry"]["data"], d["fragment_id"], d["ensemble"])),
+        "lap": w.lap, "lac": w.lac, "confirmed": [sorted(c) for c in w.confirmed], "fenced": sorted(w.fenced),
+        "curr_read_entry": _entry_row(w.curr_read_entry), "has_entry": sorted(w.has_entry),
+        "no_such_entry": sorted(w.no_such_entry), "recovery_phase": w.recovery_phase,
+    }
+
+
+def _msg_row(m):
+    d = m._asdict()
+    d["entry"] = _entry_row(m.entry)
+    return d
+
+
+def to_row(s):
+    """A state as a row of the engine's states table (a dict of the model's variables)."""
+    return {
+        "meta_status": "Nil" if s.meta_status is NIL else s.meta_status,
+        "meta_fragments": [_frag_row(f) for f in s.meta_fragments],
+        "meta_last_entry": s.meta_last_entry, "meta_version": s.meta_version,
+        "b_entries": [sorted((_entry_row(e) for e in es), key=lambda d: (d["id"], d["data"])) for es in s.b_entries],
+        "b_fenced": list(s.b_fenced), "b_lac": list(s.b_lac),
+        "w1": _writer_row(s.w1), "w2": _writer_row(s.w2),
+        "messages": [{"msg": _msg_row(m), "count": c} for m, c in sorted(s.messages, key=lambda mc: repr(mc))],
+    }
+
+
+def _frag(d):
+    return NIL if d is None else Fragment(d["id"], frozenset(d["ensemble"]), d["first_entry_id"])
+
+
+def _entry(d):
+    return NIL if d is None else Entry(d["id"], d["data"])
+
+
+def _writer(d):
+    return Writer(d["meta_version"], None if d["status"] == "Nil" else d["status"], _frag(d["curr_fragment"]),
+                  frozenset(Op(_entry(o["entry"]), o["fragment_id"], frozenset(o["ensemble"]))
+                            for o in d["pending_add_ops"]),
+                  d["lap"], d["lac"], tuple(frozenset(c) for c in d["confirmed"]), frozenset(d["fenced"]),
+                  _entry(d["curr_read_entry"]), frozenset(d["has_entry"]), frozenset(d["no_such_entry"]),
+                  d["recovery_phase"])
+
+
+def from_row(d):
+    """The state a row of the engine's tables (a dict, nested structs as dicts) stands for."""
+    msgs = frozenset((Msg(**{**x["msg"], "entry": _entry(x["msg"]["entry"])}), x["count"]) for x in d["messages"])
+    return State(None if d["meta_status"] == "Nil" else d["meta_status"],
+                 tuple(_frag(f) for f in d["meta_fragments"]), d["meta_last_entry"], d["meta_version"],
+                 tuple(frozenset(_entry(e) for e in es) for es in d["b_entries"]), tuple(d["b_fenced"]),
+                 tuple(d["b_lac"]), _writer(d["w1"]), _writer(d["w2"]), msgs)
+
+
+def reachable(bookies, wq, aq, send_limit, rrf):
+    """Every reachable state, in breadth-first order (for a one-step check of the SQL actions)."""
+    spec = Spec(bookies, wq, aq, send_limit, rrf)
+    init = spec.init()
+    seen, order, frontier = {init}, [init], [init]
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for _, t in spec.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    order.append(t)
+                    nxt.append(t)
+        frontier = nxt
+    return spec, order

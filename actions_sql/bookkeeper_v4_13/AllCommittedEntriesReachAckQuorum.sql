@@ -10,4 +10,4 @@ OR forall(sequence(1, meta_last_entry), id ->
                 ELSE element_at(filter(meta_fragments, f1 -> exists(meta_fragments, f2 ->
                          f1.id = f2.id - 1 AND f1.first_entry_id <= id AND f2.first_entry_id > id)), 1)
            END.ensemble,
-           b -> exists(element_at(b_entries, array_position(Bookies, b)), e -> e.id = id))) >= AckQuorum)
+           b -> exists(element_at(b_entries, CAST(array_position(Bookies, b) AS INT)), e -> e.id = id))) >= AckQuorum)

@@ -10,7 +10,7 @@ WITH choices AS (
 
 received AS (
     SELECT *,
-        array_position(Bookies, x.msg.bookie) AS bpos,
+        CAST(array_position(Bookies, x.msg.bookie) AS INT) AS bpos,
         CAST(named_struct('type', 'AddEntryResponseMessage', 'bookie', x.msg.bookie, 'entry', x.msg.entry,
                           'lac', NULL, 'recovery', x.msg.recovery, 'success', true, 'entry_id', NULL, 'fence', NULL)
              AS struct<type:string, bookie:string, entry:struct<id:int, data:int>, lac:int, recovery:boolean,

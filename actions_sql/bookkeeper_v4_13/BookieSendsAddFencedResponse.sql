@@ -20,7 +20,7 @@ received AS (
 enabled AS (
     SELECT * FROM received
     WHERE x.msg.recovery = false
-      AND element_at(b_fenced, array_position(Bookies, x.msg.bookie)) = true
+      AND element_at(b_fenced, CAST(array_position(Bookies, x.msg.bookie) AS INT)) = true
       AND NOT exists(messages, y -> y.msg.type = x.msg.type AND y.count >= 1                  -- IsEarliestMsg
                                     AND y.msg.recovery <=> x.msg.recovery
                                     AND y.msg.entry.id < x.msg.entry.id AND y.msg.bookie = x.msg.bookie)

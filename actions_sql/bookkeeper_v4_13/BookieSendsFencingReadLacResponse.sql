@@ -9,9 +9,9 @@ WITH choices AS (
 
 received AS (
     SELECT *,
-        array_position(Bookies, x.msg.bookie) AS bpos,
+        CAST(array_position(Bookies, x.msg.bookie) AS INT) AS bpos,
         CAST(named_struct('type', 'FenceResponseMessage', 'bookie', x.msg.bookie, 'entry', NULL,
-                          'lac', element_at(b_lac, array_position(Bookies, x.msg.bookie)),
+                          'lac', element_at(b_lac, CAST(array_position(Bookies, x.msg.bookie) AS INT)),
                           'recovery', NULL, 'success', NULL, 'entry_id', NULL, 'fence', NULL)
              AS struct<type:string, bookie:string, entry:struct<id:int, data:int>, lac:int, recovery:boolean,
                        success:boolean, entry_id:int, fence:boolean>) AS reply

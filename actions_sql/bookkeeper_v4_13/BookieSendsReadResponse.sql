@@ -10,10 +10,10 @@ WITH choices AS (
 
 received AS (
     SELECT *,
-        array_position(Bookies, x.msg.bookie) AS bpos,
+        CAST(array_position(Bookies, x.msg.bookie) AS INT) AS bpos,
         CAST(named_struct('type', 'ReadResponseMessage', 'bookie', x.msg.bookie,
                           -- CHOOSE entry \in b_entries[b] : entry.id = msg.entry_id, else Nil
-                          'entry', try_element_at(filter(element_at(b_entries, array_position(Bookies, x.msg.bookie)),
+                          'entry', try_element_at(filter(element_at(b_entries, CAST(array_position(Bookies, x.msg.bookie) AS INT)),
                                                          e -> e.id = x.msg.entry_id), 1),
                           'lac', NULL, 'recovery', NULL, 'success', NULL, 'entry_id', NULL, 'fence', x.msg.fence)
              AS struct<type:string, bookie:string, entry:struct<id:int, data:int>, lac:int, recovery:boolean,
