@@ -626,3 +626,140 @@ def reachable(bookies, wq, aq, send_limit, rrf):
                     nxt.append(t)
         frontier = nxt
     return spec, order
+
+
+# -------------------------------------------------------------------- TLC's printed traces
+import re as _re
+
+_TOKEN = _re.compile(r"\s*(<<|>>|\|->|:>|@@|-?\d+|[A-Za-z_][A-Za-z0-9_]*|[\[\]{}(),])")
+
+
+def _tokens(text):
+    pos, out = 0, []
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            if text[pos:].strip() == "":
+                break
+            raise ValueError(f"cannot read TLA+ value at {text[pos:pos + 30]!r}")
+        out.append(m.group(1))
+        pos = m.end()
+    return out
+
+
+def parse_value(text):
+    """A TLA+ value as TLC prints it: records -> dict, functions (k :> v @@ ...) -> dict,
+    sets -> frozenset, sequences -> tuple, TRUE/FALSE -> bool, other names -> str."""
+    toks = _tokens(text)
+    i = 0
+
+    def value():
+        nonlocal i
+        t = toks[i]
+        i += 1
+        if t == "<<":
+            items = []
+            while toks[i] != ">>":
+                items.append(value())
+                if toks[i] == ",":
+                    i += 1
+            i += 1
+            return tuple(items)
+        if t == "{":
+            items = []
+            while toks[i] != "}":
+                items.append(value())
+                if toks[i] == ",":
+                    i += 1
+            i += 1
+            return frozenset(items)
+        if t == "[":
+            rec = {}
+            while toks[i] != "]":
+                k = toks[i]
+                assert toks[i + 1] == "|->"
+                i += 2
+                rec[k] = value()
+                if toks[i] == ",":
+                    i += 1
+            i += 1
+            return _Rec(rec)
+        if t == "(":
+            fn = {}
+            while toks[i] != ")":
+                k = value()
+                assert toks[i] == ":>"
+                i += 1
+                fn[k] = value()
+                if toks[i] == "@@":
+                    i += 1
+            i += 1
+            return fn
+        if t in ("TRUE", "FALSE"):
+            return t == "TRUE"
+        if _re.fullmatch(r"-?\d+", t):
+            return int(t)
+        return t
+
+    v = value()
+    assert i == len(toks), f"trailing text after a TLA+ value: {toks[i:i + 5]}"
+    return v
+
+
+class _Rec(dict):
+    """A record: a dict that can be a set element or a function's argument."""
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
+
+
+def _nil(v):
+    return NIL if v == "Nil" else v
+
+
+def _tlc_entry(v):
+    return NIL if v == "Nil" else Entry(v["id"], _nil(v["data"]))
+
+
+def _tlc_frag(v):
+    return NIL if v == "Nil" else Fragment(v["id"], frozenset(v["ensemble"]), v["first_entry_id"])
+
+
+def _tlc_writer(v):
+    return Writer(_nil(v["meta_version"]), _nil(v["status"]), _tlc_frag(v["curr_fragment"]),
+                  frozenset(Op(_tlc_entry(o["entry"]), o["fragment_id"], frozenset(o["ensemble"]))
+                            for o in v["pending_add_ops"]),
+                  v["lap"], v["lac"], tuple(frozenset(c) for c in v["confirmed"]), frozenset(v["fenced"]),
+                  _tlc_entry(v["curr_read_entry"]), frozenset(v["has_entry"]), frozenset(v["no_such_entry"]),
+                  v["recovery_phase"])
+
+
+def _tlc_msg(v):
+    fields = {k: v[k] for k in v}
+    if "entry" in fields:
+        fields["entry"] = _tlc_entry(fields["entry"])
+    return Msg(**fields)
+
+
+def parse_tlc_trace(path, bookies):
+    """[(action, State)] from a counterexample as TLC prints it (every state in full)."""
+    text = open(path).read()
+    steps = []
+    for block in _re.split(r"\nState \d+: ", "\n" + text[text.index("State 1: "):])[1:]:
+        head, _, body = block.partition("\n")
+        action = "Init" if "Initial predicate" in head else head.strip("<").split()[0]
+        vars_ = {}
+        for part in _re.split(r"\n/\\ ", "\n" + body.strip())[1:]:
+            name, _, val = part.partition(" = ")
+            vars_[name.strip()] = parse_value(val)
+        msgs = vars_["messages"]
+        msgs = {} if msgs == () else msgs
+        state = State(
+            _nil(vars_["meta_status"]), tuple(_tlc_frag(f) for f in vars_["meta_fragments"]),
+            vars_["meta_last_entry"], vars_["meta_version"],
+            tuple(frozenset(_tlc_entry(e) for e in vars_["b_entries"][b]) for b in sorted(bookies)),
+            tuple(vars_["b_fenced"][b] for b in sorted(bookies)), tuple(vars_["b_lac"][b] for b in sorted(bookies)),
+            _tlc_writer(vars_["w1"]), _tlc_writer(vars_["w2"]),
+            frozenset((_tlc_msg(m), c) for m, c in msgs.items()))
+        steps.append((action, state))
+    return steps

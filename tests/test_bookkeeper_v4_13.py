@@ -6,6 +6,7 @@ benchmark runs, reported in README.md, not suite tests: they take minutes.
 """
 import collections
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ import bk_v413_reference as ref
 from conftest import run_cli
 
 MODEL = "bookkeeper_v4_13"
+TLC_TRACE = Path("/work/shared/oracle/traces/bk_v413.txt")
 
 
 def check(capsys, tmp_path, *args):
@@ -83,18 +85,11 @@ def test_ensemble_changes_complete_search_matches_reference(capsys, tmp_path):
 def test_every_action_on_every_reachable_state(spark, constants):
     """Fixture test of all the SQL actions at once: the frontier is every reachable state of a small
     configuration; the successors the SQL gives (with their actions) must be exactly the spec's."""
-    from engine.expand import compile_model, PARENT_TYPE
-    from engine.model import load_model, resolve_run
-    from engine.session import declare_constants
+    from engine.expand import PARENT_TYPE
     from pyspark.sql.types import StructField, StructType
 
-    bookies, wq, aq, sl, rrf = constants
     spec, states = ref.reachable(*constants)
-    model = load_model(MODEL)
-    run = resolve_run(model, sets=[f"Bookies={','.join(bookies)}", f"WriteQuorum={wq}", f"AckQuorum={aq}",
-                                   f"SendLimit={sl}", f"RecoveryReadsFence={'TRUE' if rrf else 'FALSE'}"])
-    declare_constants(spark, model, run.constants)
-    cm = compile_model(spark, model)
+    cm = _compiled(spark, constants)
     schema = StructType([*cm.schema.fields, StructField("_parent", PARENT_TYPE)])
     rows = [{**ref.to_row(s), "_parent": {"fp": 0, "fp2": 0, "ord": i}} for i, s in enumerate(states)]
     frontier = spark.createDataFrame(rows, schema)
@@ -106,3 +101,40 @@ def test_every_action_on_every_reachable_state(spark, constants):
     assert sum(got.values()) == sum(want.values())
     assert got == want
 
+
+
+def _compiled(spark, constants):
+    from engine.expand import compile_model
+    from engine.model import load_model, resolve_run
+    from engine.session import declare_constants
+
+    bookies, wq, aq, sl, rrf = constants
+    model = load_model(MODEL)
+    run = resolve_run(model, sets=[f"Bookies={','.join(bookies)}", f"WriteQuorum={wq}", f"AckQuorum={aq}",
+                                   f"SendLimit={sl}", f"RecoveryReadsFence={'TRUE' if rrf else 'FALSE'}"])
+    declare_constants(spark, model, run.constants)
+    return compile_model(spark, model)
+
+
+def test_tlc_counterexample_replays_through_the_sql(spark):
+    """Fixture test from TLC's own 20-state counterexample (shared/oracle/traces/bk_v413.txt): from
+    each of TLC's states the SQL action TLC names yields TLC's next state, and of the cfg's
+    invariants only NoDivergenceBetweenWriterAndMetaData fails, in the last state only."""
+    from engine.expand import PARENT_TYPE
+    from pyspark.sql.types import StructField, StructType
+
+    steps = ref.parse_tlc_trace(TLC_TRACE, ["b1", "b2", "b3"])
+    assert len(steps) == 20
+    cm = _compiled(spark, (["b1", "b2", "b3"], 3, 2, 1, False))
+    schema = StructType([*cm.schema.fields, StructField("_parent", PARENT_TYPE)])
+    rows = [{**ref.to_row(s), "_parent": {"fp": 0, "fp2": 0, "ord": i}} for i, (_, s) in enumerate(steps[:-1])]
+    succ = {(r["_parent_ord"], r["_action"], ref.from_row(r.asDict(recursive=True)))
+            for r in cm.successors(spark, spark.createDataFrame(rows, schema)).collect()}
+    for i, (action, state) in enumerate(steps[1:]):
+        assert (i, action, state) in succ, f"TLC's step {i + 2} ({action}) is not a successor in SQL"
+
+    states = spark.createDataFrame([ref.to_row(s) for _, s in steps], cm.schema)
+    names = list(cm.invariant_exprs)
+    held = states.selectExpr(*[f"{cm.invariant_exprs[n]} AS `{n}`" for n in names]).collect()
+    assert names == ref.INVARIANTS
+    assert [[n for n in names if not r[n]] for r in held] == [[]] * 19 + [["NoDivergenceBetweenWriterAndMetaData"]]
