@@ -1,5 +1,5 @@
 -- BookKeeperProtocol_v4_13.tla: Init
--- No ledger, no messages, both clients empty (InitWriter). The ASSUMEs of the spec are checked here.
+-- No ledger, no messages, both clients empty (InitWriter).
 WITH writer AS (
     SELECT named_struct(
         'meta_version', CAST(NULL AS INT),
@@ -19,9 +19,7 @@ WITH writer AS (
 
 final AS (
     SELECT
-        IF(SendLimit > 0 AND WriteQuorum > 0 AND AckQuorum > 0 AND WriteQuorum >= AckQuorum, 'Nil',
-           raise_error('bookkeeper_v4_13: the spec assumes SendLimit > 0, WriteQuorum > 0, AckQuorum > 0 and WriteQuorum >= AckQuorum'))
-                                                    AS meta_status,
+        'Nil'                                       AS meta_status,
         array()                                     AS meta_fragments,
         0                                           AS meta_last_entry,
         0                                           AS meta_version,
