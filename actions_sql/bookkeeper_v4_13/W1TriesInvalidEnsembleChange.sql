@@ -1,0 +1,43 @@
+-- BookKeeperProtocol_v4_13.tla: W1TriesInvalidEnsembleChange (InvalidEnsembleChange(w1, FALSE))
+-- As W1ChangesEnsemble, but a fragment already starts after lac+1: w1 becomes STATUS_INVALID.
+WITH choices AS (
+    SELECT f.*, bi, bookie
+    FROM frontier AS f
+    LATERAL VIEW posexplode(f.w1.curr_fragment.ensemble) AS bi, bookie   -- \E bookie \in writer.curr_fragment.ensemble
+    WHERE f.w1.status = 'STATUS_OPEN' AND f.meta_status = 'STATUS_OPEN'
+      -- NoPendingResends(writer)
+      AND NOT exists(f.w1.pending_add_ops, op -> op.fragment_id != f.w1.curr_fragment.id
+                                                 OR NOT (op.ensemble <=> f.w1.curr_fragment.ensemble))
+      AND f.w1.meta_version = f.meta_version
+),
+
+enabled AS (
+    SELECT * FROM choices
+    -- WriteTimeoutForBookie(messages, bookie, FALSE)
+    WHERE exists(messages, y -> y.count = -1 AND y.msg.bookie = bookie
+                                AND y.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage')
+                                AND y.msg.recovery = false)
+      -- EnsembleAvailable(writer.curr_fragment.ensemble \ {bookie}, {bookie})
+      AND exists(transform(sequence(0, shiftleft(1, size(Bookies)) - 1),
+                           mask -> filter(Bookies, (b, i) -> (shiftright(mask, i) & 1) = 1)),
+                 e -> size(e) = WriteQuorum
+                      AND NOT array_contains(e, bookie)
+                      AND size(array_except(array_remove(w1.curr_fragment.ensemble, bookie), e)) = 0
+                      AND forall(meta_fragments, f -> NOT (f.ensemble <=> e)))
+      AND exists(meta_fragments, f -> f.first_entry_id > w1.lac + 1)          -- ~ValidNextFragment(lac + 1)
+),
+
+final AS (
+    SELECT
+        meta_status, meta_fragments, meta_last_entry, meta_version, b_entries, b_fenced, b_lac,
+        named_struct(
+            'meta_version', w1.meta_version, 'status', 'STATUS_INVALID', 'curr_fragment', w1.curr_fragment,
+            'pending_add_ops', w1.pending_add_ops, 'lap', w1.lap, 'lac', w1.lac, 'confirmed', w1.confirmed,
+            'fenced', w1.fenced, 'curr_read_entry', w1.curr_read_entry, 'has_entry', w1.has_entry,
+            'no_such_entry', w1.no_such_entry, 'recovery_phase', w1.recovery_phase) AS w1,
+        w2,
+        messages, _parent, bi AS _choice
+    FROM enabled
+)
+
+SELECT * FROM final

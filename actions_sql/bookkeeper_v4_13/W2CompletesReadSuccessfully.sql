@@ -1,0 +1,66 @@
+-- BookKeeperProtocol_v4_13.tla: W2CompletesReadSuccessfully
+-- The last read response is in and an ack quorum has the entry: w2 adds it as pending add op lap+1
+-- (to write back) and goes back to the read phase for the next entry.
+WITH choices AS (
+    SELECT f.*, mi, x
+    FROM frontier AS f
+    LATERAL VIEW posexplode(f.messages) AS mi, x                   -- \E msg \in DOMAIN messages
+    WHERE x.msg.type = 'ReadResponseMessage' AND x.count >= 1
+),
+
+responses AS (
+    SELECT *,
+        -- read_ensemble: FragmentOfEntryId(msg.entry.id).ensemble, or {} for a NoSuchEntry response
+        IF(x.msg.entry IS NULL, CAST(array() AS array<string>),
+           CASE WHEN size(meta_fragments) = 1 THEN meta_fragments[0]
+                WHEN element_at(meta_fragments, -1).first_entry_id <= x.msg.entry.id THEN element_at(meta_fragments, -1)
+                ELSE element_at(filter(meta_fragments, f1 -> exists(meta_fragments, f2 ->
+                         f1.id = f2.id - 1 AND f1.first_entry_id <= x.msg.entry.id
+                         AND f2.first_entry_id > x.msg.entry.id)), 1)
+           END.ensemble)                                                       AS read_ensemble,
+        IF(x.msg.entry IS NOT NULL, array_sort(array_distinct(array_append(w2.has_entry, x.msg.bookie))),
+           w2.has_entry)                                                       AS has_entry,
+        IF(x.msg.entry IS NULL, array_sort(array_distinct(array_append(w2.no_such_entry, x.msg.bookie))),
+           w2.no_such_entry)                                                   AS no_such_entry,
+        IF(x.msg.fence = true, array_sort(array_distinct(array_append(w2.fenced, x.msg.bookie))), w2.fenced)
+                                                                               AS fenced
+    FROM choices
+),
+
+counted AS (
+    SELECT *,
+        -- ReceivedAllResponses(has_entry, no_such_entry, read_ensemble), with ReadTimeoutCount: the
+        -- bookies of the read ensemble with a lost read request or response
+        size(has_entry) + size(no_such_entry)
+          + size(filter(read_ensemble, b -> exists(messages, y -> y.count = -1 AND y.msg.bookie = b
+                          AND y.msg.type IN ('ReadRequestMessage', 'ReadResponseMessage'))))
+          = WriteQuorum                                                        AS received_all
+    FROM responses
+),
+
+final AS (
+    SELECT
+        meta_status, meta_fragments, meta_last_entry, meta_version, b_entries, b_fenced, b_lac, w1,
+        named_struct(
+            'meta_version', w2.meta_version, 'status', w2.status, 'curr_fragment', w2.curr_fragment,
+            'pending_add_ops', array_sort(array_distinct(array_append(w2.pending_add_ops, named_struct(
+                'entry', named_struct('id', w2.lap + 1,
+                                      'data', IF(x.msg.entry IS NULL, w2.curr_read_entry.data, x.msg.entry.data)),
+                'fragment_id', w2.curr_fragment.id, 'ensemble', w2.curr_fragment.ensemble)))),
+            'lap', w2.lap + 1, 'lac', w2.lac, 'confirmed', w2.confirmed,
+            'fenced', fenced,
+            'curr_read_entry', CAST(NULL AS struct<id:int, data:int>),
+            'has_entry', CAST(array() AS array<string>), 'no_such_entry', CAST(array() AS array<string>),
+            'recovery_phase', 2) AS w2,                                      -- ReadPhase
+        -- ClearReadTimeouts(msg, read_ensemble)
+        transform(messages, y -> IF(y.msg <=> x.msg
+                                    OR (array_contains(read_ensemble, y.msg.bookie)
+                                        AND y.msg.type IN ('ReadRequestMessage', 'ReadResponseMessage')
+                                        AND y.count = -1),
+                                    named_struct('msg', y.msg, 'count', 0), y)) AS messages,
+        _parent, mi AS _choice
+    FROM counted
+    WHERE received_all AND size(has_entry) >= AckQuorum                       -- ReadSuccess
+)
+
+SELECT * FROM final

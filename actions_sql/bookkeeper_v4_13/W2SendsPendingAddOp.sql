@@ -1,0 +1,52 @@
+-- BookKeeperProtocol_v4_13.tla: W2SendsPendingAddOp (SendPendingAddOp(w2, TRUE))
+-- After an ensemble change, w2 sends its earliest not-yet-moved pending add op to the bookies new in
+-- its ensemble (each request delivered once or lost) and moves the op to the current fragment.
+WITH choices AS (
+    SELECT f.*, oi, op
+    FROM frontier AS f
+    LATERAL VIEW posexplode(f.w2.pending_add_ops) AS oi, op              -- \E op \in writer.pending_add_ops
+    WHERE f.w2.status = 'STATUS_IN_RECOVERY'
+      AND (op.fragment_id != f.w2.curr_fragment.id OR NOT (op.ensemble <=> f.w2.curr_fragment.ensemble))
+      AND NOT exists(f.w2.pending_add_ops, o2 -> o2.fragment_id = op.fragment_id
+                                                 AND o2.ensemble <=> op.ensemble
+                                                 AND o2.entry.id < op.entry.id)
+),
+
+requests AS (
+    SELECT *,
+        -- GetAddEntryRequests(writer, op.entry, writer.curr_fragment.ensemble \ op.ensemble, TRUE)
+        transform(array_except(w2.curr_fragment.ensemble, op.ensemble), b -> CAST(named_struct(
+            'type', 'AddEntryRequestMessage', 'bookie', b, 'entry', op.entry, 'lac', w2.lac, 'recovery', true,
+            'success', NULL, 'entry_id', NULL, 'fence', NULL)
+            AS struct<type:string, bookie:string, entry:struct<id:int, data:int>, lac:int, recovery:boolean,
+                      success:boolean, entry_id:int, fence:boolean>)) AS reqs
+    FROM choices
+),
+
+sent AS (
+    SELECT r.*, mask
+    FROM requests AS r
+    LATERAL VIEW explode(sequence(0, shiftleft(1, size(r.reqs)) - 1)) AS mask   -- \E counts \in possible_del_counts
+    WHERE NOT exists(r.reqs, q -> exists(r.messages, y -> y.msg <=> q))
+),
+
+final AS (
+    SELECT
+        meta_status, meta_fragments, meta_last_entry, meta_version, b_entries, b_fenced, b_lac,
+        w1,
+        named_struct(
+            'meta_version', w2.meta_version, 'status', w2.status, 'curr_fragment', w2.curr_fragment,
+            -- SetNewEnsemble(writer, op)
+            'pending_add_ops', array_sort(array_distinct(transform(w2.pending_add_ops, o -> IF(o <=> op,
+                named_struct('entry', o.entry, 'fragment_id', w2.curr_fragment.id,
+                             'ensemble', w2.curr_fragment.ensemble), o)))),
+            'lap', w2.lap, 'lac', w2.lac, 'confirmed', w2.confirmed,
+            'fenced', w2.fenced, 'curr_read_entry', w2.curr_read_entry, 'has_entry', w2.has_entry,
+            'no_such_entry', w2.no_such_entry, 'recovery_phase', w2.recovery_phase) AS w2,
+        array_sort(concat(messages, transform(reqs, (q, i) -> named_struct(
+            'msg', q, 'count', IF((shiftright(mask, i) & 1) = 1, 1, -1))))) AS messages,
+        _parent, oi * 1024 + mask AS _choice
+    FROM sent
+)
+
+SELECT * FROM final
