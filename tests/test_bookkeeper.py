@@ -1,7 +1,6 @@
 """BookKeeper's master protocol (BookKeeperProtocol.tla) against TLC's figures
 (shared/oracle: bk_master_2b_sym, bk_master_2b_nosym)."""
 import json
-import os
 
 import pytest
 
@@ -15,6 +14,7 @@ def check(capsys, tmp_path, *args):
     return code, json.loads(out)
 
 
+@pytest.mark.long
 def test_two_bookies_with_symmetry_matches_tlc(capsys, tmp_path):
     code, res = check(capsys, tmp_path, "--config", "bk_master_2b_sym")
     assert code == 0
@@ -23,8 +23,7 @@ def test_two_bookies_with_symmetry_matches_tlc(capsys, tmp_path):
         ("ok", 71_528, 245_771, 28)
 
 
-@pytest.mark.skipif(not os.environ.get("SSE_SLOW_TESTS"),
-                    reason="four times the states of the symmetric run; set SSE_SLOW_TESTS=1")
+@pytest.mark.long
 def test_two_bookies_without_symmetry_matches_tlc(capsys, tmp_path):
     code, res = check(capsys, tmp_path, "--config", "bk_master_2b_sym", "--no-symmetry")
     assert code == 0

@@ -47,6 +47,7 @@ def test_deadlock_checking_on_finds_the_closed_ledger(capsys, tmp_path):
     replay(ref.Spec(["b1", "b2", "b3"], 3, 2, 1, False), res["trace"])
 
 
+@pytest.mark.long
 def test_defect_1_with_two_bookies(capsys, tmp_path):
     # Defect 1 needs no third bookie: with Bookies {b1,b2}, WQ = AQ = 2, w1 gets its entry
     # acknowledged by both bookies while w2's recovery read of b1 (not fenced: recovery reads do not
@@ -66,6 +67,7 @@ def test_defect_1_with_two_bookies(capsys, tmp_path):
     assert actions.count("W2CompletesReadWithNoSuchEntry") == 1 and "W2CompletesReadSuccessfully" not in actions
 
 
+@pytest.mark.long
 def test_ensemble_changes_complete_search_matches_reference(capsys, tmp_path):
     # Two bookies with WQ = AQ = 1: a lost add lets w1 (or w2) replace the bookie, so ensemble
     # changes, pending-op resends and fragment lookups all occur. Reference: 1,307 distinct states,
@@ -78,6 +80,7 @@ def test_ensemble_changes_complete_search_matches_reference(capsys, tmp_path):
         (want["result"], want["distinct"], want["generated"], want["depth"]) == ("ok", 1307, 2993, 25)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("constants", [
     (["b1", "b2"], 1, 1, 1, True),       # ensemble changes, resends, two fragments (1,307 states)
 ])
@@ -115,6 +118,7 @@ def _compiled(spark, constants):
     return compile_model(spark, model)
 
 
+@pytest.mark.long
 def test_tlc_counterexample_replays_through_the_sql(spark):
     """Fixture test from TLC's own 20-state counterexample (shared/oracle/traces/bk_v413.txt): from
     each of TLC's states the SQL action TLC names yields TLC's next state, and of the cfg's

@@ -30,7 +30,7 @@ def oracle_actions(name):
 
 @pytest.mark.parametrize("config, distinct, generated, depth", [
     ("pc_c2", 45_198, 60_507, 20),     # TLC, shared/oracle/README.md
-    ("pc_c3", 276_608, 479_747, 23),
+    pytest.param("pc_c3", 276_608, 479_747, 23, marks=pytest.mark.long),
 ])
 def test_oracle_configurations(capsys, tmp_path, config, distinct, generated, depth):
     code, res = check_json(capsys, tmp_path / "wh", "--config", config)
@@ -42,6 +42,7 @@ def test_oracle_configurations(capsys, tmp_path, config, distinct, generated, de
     assert min(levels, key=lambda r: r["depth"])["new_states"] == (729 if config == "pc_c2" else 1)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("consts", [
     # every constant away from the oracle's values: consumer stutter, no null keys retained, two crashes, producer
     dict(MessageSentLimit=2, CompactionTimesLimit=2, ModelConsumer=True, ConsumeTimesLimit=0, KeySpace=[3],

@@ -6,7 +6,6 @@ The exhaustive runs of T (468,276 states) and T_E1 (78,825) take longer than thi
 with today's per-level cost; they run when SSE_LONG_TESTS=1.
 """
 import json
-import os
 
 import pytest
 import yaml
@@ -19,8 +18,7 @@ T_PROFILE = [1, 1, 2, 4, 9, 15, 30, 92, 279, 734, 1628, 3147, 5448, 8547, 12373,
              26538, 30753, 34378, 37132, 38480, 38159, 36293, 33201, 29281, 24997, 20789, 16634,
              12455, 8544, 5216, 2738, 1196, 412, 98, 12]
 
-long_test = pytest.mark.skipif(not os.environ.get("SSE_LONG_TESTS"),
-                               reason="exhaustive run of several minutes; set SSE_LONG_TESTS=1")
+long_test = pytest.mark.long
 
 
 def _check(capsys, tmp_path, config, *extra):
@@ -55,6 +53,7 @@ def test_naive_single_active_producer_breaks_on_a_delayed_ack(capsys, tmp_path):
     assert _new_states_per_level(res)[:10] == T_PROFILE[:10]
 
 
+@pytest.mark.long
 def test_takeover_without_sealing_is_split_brain(capsys, tmp_path):
     # The coordinator gives producer 2 a segment without suspending/closing producer 1's: producer 1
     # keeps committing entries it sent after producer 2 became the current producer.
