@@ -8,17 +8,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import BooleanType
 
 from .errors import ModelError, UsageError
-from .model import Model
+from .model import Model, format_constant
 
 __all__ = ["check_assumptions"]
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, list):
-        return "{" + ",".join(str(x) for x in v) + "}"
-    return str(v)
 
 
 def check_assumptions(spark: SparkSession, model: Model, constants: dict[str, Any]) -> None:
@@ -33,5 +25,5 @@ def check_assumptions(spark: SparkSession, model: Model, constants: dict[str, An
         if not isinstance(df.schema.fields[0].dataType, BooleanType):
             raise ModelError(f"{f.path}: an assumption is a boolean SQL expression over the constants")
         if df.collect()[0]["v"] is not True:
-            shown = ", ".join(f"{k}={_fmt(v)}" for k, v in constants.items())
+            shown = ", ".join(f"{k}={format_constant(v)}" for k, v in constants.items())
             raise UsageError(f"the constants break the model's ASSUME {name} ({f.path}): {shown}")

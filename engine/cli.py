@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, EngineError,
                      UsageError)
-from .model import default_models_root, list_models, load_model, resolve_run
+from .model import default_models_root, format_constant, list_models, load_model, resolve_run
 
 __all__ = ["main", "build_parser"]
 
@@ -104,24 +104,16 @@ def _cmd_models(args) -> int:
             print(f"  source: {src.get('module', '')} ({src.get('repository', '')})")
         print("  constants:")
         for c in m.constants.values():
-            print(f"    {c.name} : {c.type} = {_fmt_const(c.default)}" + (f"   -- {c.doc}" if c.doc else ""))
+            print(f"    {c.name} : {c.type} = {format_constant(c.default)}" + (f"   -- {c.doc}" if c.doc else ""))
         print(f"  invariants: {', '.join(m.invariants) or '-'}")
         print(f"  constraints: {', '.join(m.constraints) or '-'}")
         print("  configurations:")
         for cname, cfg in m.configurations.items():
             mark = " (default)" if cname == m.default_configuration else ""
-            consts = ", ".join(f"{k}={_fmt_const(v)}" for k, v in (cfg.get("constants") or {}).items())
+            consts = ", ".join(f"{k}={format_constant(v)}" for k, v in (cfg.get("constants") or {}).items())
             print(f"    {cname}{mark}: {consts}; invariants {cfg.get('invariants', list(m.invariants))}; "
                   f"deadlock {'on' if cfg.get('deadlock', True) else 'off'}")
     return EXIT_OK
-
-
-def _fmt_const(v) -> str:
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, list):
-        return "{" + ",".join(str(x) for x in v) + "}"
-    return str(v)
 
 
 def _cmd_check(args) -> int:

@@ -20,7 +20,7 @@ from .errors import ModelError, UsageError
 
 __all__ = [
     "Constant", "Variable", "SqlFile", "Model", "RunSpec",
-    "default_models_root", "list_models", "load_model", "resolve_run",
+    "default_models_root", "list_models", "load_model", "resolve_run", "format_constant",
 ]
 
 IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -453,6 +453,15 @@ def _check_config(path: Path, name: str, cfg: Any, model: dict) -> None:
         raise _fail(path, f"configuration {name}: 'deadlock:' must be true or false")
     if "symmetry" in cfg and not isinstance(cfg["symmetry"], bool):
         raise _fail(path, f"configuration {name}: 'symmetry:' must be true or false")
+
+
+def format_constant(v: Any) -> str:
+    """A constant's value as a TLC cfg writes it: TRUE/FALSE, {a,b}, 3."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, list):
+        return "{" + ",".join(str(x) for x in v) + "}"
+    return str(v)
 
 
 def _split_set(text: str) -> list[str]:
