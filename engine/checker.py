@@ -58,6 +58,8 @@ class Outcome:
     # name -> {"count": terminal states where it holds, "trace": a shortest path to the first one}
     terminal_findings: dict[str, dict[str, Any]] = field(default_factory=dict)
     symmetry: bool = False
+    # action -> successors it generated over the whole search, duplicates included (TLC's "found")
+    actions_generated: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,7 +72,7 @@ class Outcome:
             "resumed_from_depth": self.resumed_from_depth, "from_cache": self.from_cache,
             "terminal_findings": {n: {"count": f["count"], "trace": public_trace(f["trace"])}
                                   for n, f in self.terminal_findings.items()},
-            "symmetry": self.symmetry,
+            "symmetry": self.symmetry, "actions_generated": self.actions_generated,
         }
 
 
@@ -187,7 +189,8 @@ class _Search:
                 "CAST(NULL AS BIGINT) AS _parent_ord").localCheckpoint(eager=True)
             n_gen = fps.count()
             cand = self.candidates(self.first_per_state(fps), 1, n_gen, anti_join=False)
-            finding = self._finish_level(cand, 1, n_gen, distinct_total, generated_total, t0, deadlocked=None)
+            finding = self._finish_level(cand, 1, n_gen, distinct_total, generated_total, t0, deadlocked=None,
+                                         per_action={"Init": n_gen})
             self._release()
             if finding:
                 return finding
@@ -211,15 +214,20 @@ class _Search:
                     .localCheckpoint(eager=True))
             # A terminal finding looks at states whose only successors (if any) are themselves.
             moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
-            if self.spec.deadlock or self.cm.terminal_exprs:
-                movers_count = F.count_distinct(F.when(moving, F.col("_parent_ord"))) if self.cm.terminal_exprs \
-                    else F.lit(n_frontier)
-                agg = succ.agg(F.count(F.lit(1)).alias("n"), F.count_distinct("_parent_ord").alias("p"),
-                               movers_count.alias("m")).collect()[0]
-                n_gen, n_parents, n_moving = int(agg["n"]), int(agg["p"]), int(agg["m"])
-            else:
-                n_gen = succ.count()
-                n_parents = n_moving = n_frontier
+            # One job counts the successors, per action too (TLC's coverage), and the parents that
+            # have one (deadlock) or one that moves (terminal findings), where those are asked for.
+            names = self.cm.action_names
+            aggs = [F.count(F.lit(1)).alias("n")]
+            aggs += [F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}") for i, a in enumerate(names)]
+            if self.spec.deadlock:
+                aggs.append(F.count_distinct("_parent_ord").alias("p"))
+            if self.cm.terminal_exprs:
+                aggs.append(F.count_distinct(F.when(moving, F.col("_parent_ord"))).alias("m"))
+            agg = succ.agg(*aggs).collect()[0].asDict()
+            n_gen = int(agg["n"])
+            n_parents = int(agg.get("p", n_frontier))
+            n_moving = int(agg.get("m", n_frontier))
+            per_action = {a: int(agg[f"a{i}"]) for i, a in enumerate(names)}
             self.timer.mark("expand")
             if self.cm.terminal_exprs and n_moving < n_frontier:
                 movers = succ.where(moving).select(F.col("_parent_ord").alias("_ord")).distinct()
@@ -232,7 +240,8 @@ class _Search:
                 deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
             cand = self.candidates(self.first_per_state(succ), depth + 1, n_gen, anti_join=True)
             self.timer.mark("plan")
-            finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked)
+            finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
+                                         per_action)
             frontier.unpersist()
             self._release()
             if finding:
@@ -269,7 +278,8 @@ class _Search:
         return next((f.new_states for f in self._figs if f.depth == depth), 0)
 
     def _finish_level(self, cand: DataFrame, depth: int, n_gen: int, distinct_total: int,
-                      generated_total: int, t0: float, deadlocked: dict | None) -> dict | None:
+                      generated_total: int, t0: float, deadlocked: dict | None,
+                      per_action: dict[str, int]) -> dict | None:
         counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"),
                           F.count_if(~F.col("_in_model")).alias("o")).collect()[0]
         n_new, n_out = int(counts["i"]), int(counts["o"])
@@ -288,7 +298,8 @@ class _Search:
             self.write_level(cand, depth)
         self.timer.mark("write")
         fig = LevelFigures(depth, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
-                           round(time.time() - t0, 3), finding=violation[1] if violation else None)
+                           round(time.time() - t0, 3), finding=violation[1] if violation else None,
+                           actions=per_action)
         if n_new or violation:
             self.store.commit_level(fig)
         self.timer.mark("commit")
@@ -355,6 +366,7 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
             level_seconds=[f.seconds for f in search._figs], symmetry=spec.symmetry,
             terminal_findings={n: {"count": f["count"], "trace": build_trace(store, f["state"], search.vars)}
                                for n, f in search.terminal.items()},
+            actions_generated=_sum_actions(search._figs),
         )
         store.write_outcome(_outcome_row(out), trace_table_rows(trace, spec.run_id),
                             trace_arrow_schema(store.arrow_schema, search.vars))
@@ -395,7 +407,16 @@ def _outcome_row(o: Outcome) -> dict[str, Any]:
         "distinct_states": o.distinct_states, "states_generated": o.states_generated, "depth": o.depth,
         "trace_length": len(o.trace), "trace": json.dumps(public_trace(o.trace)), "seconds": o.seconds,
         "fingerprint": o.fingerprint, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "actions_generated": json.dumps(o.actions_generated),
     }
+
+
+def _sum_actions(figs: list[LevelFigures]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for f in figs:
+        for a, n in f.actions.items():
+            total[a] = total.get(a, 0) + n
+    return total
 
 
 def _outcome_from_row(spec: RunSpec, row: dict[str, Any], store: RunStore, seconds: float) -> Outcome:
@@ -405,5 +426,5 @@ def _outcome_from_row(spec: RunSpec, row: dict[str, Any], store: RunStore, secon
         violated_invariant=row["violated_invariant"], distinct_states=row["distinct_states"],
         states_generated=row["states_generated"], depth=row["depth"], trace=json.loads(row["trace"]),
         run_id=row["run_id"], tables=store.tables(), seconds=seconds, from_cache=True,
-        symmetry=spec.symmetry,
+        symmetry=spec.symmetry, actions_generated=json.loads(row.get("actions_generated") or "{}"),
     )

@@ -98,6 +98,11 @@ class CompiledModel:
     constraint_exprs: dict[str, str]
     terminal_exprs: dict[str, str] = None  # type: ignore[assignment]
 
+    @property
+    def action_names(self) -> list[str]:
+        """The actions in Next's order (the ``_action`` values successors carry)."""
+        return [f.name for f in self.model.actions]
+
     def init(self, spark: SparkSession) -> DataFrame:
         return spark.sql(self.init_sql)
 

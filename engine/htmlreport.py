@@ -3,8 +3,8 @@
 It needs no Spark: the run's small tables (outcome, levels) and two columns of the states table
 (``_depth``, ``_action``) are read with delta-rs. Sections, each with an id a test can find:
 ``constants``, ``outcome``, ``levels-plot`` (an inline SVG of new states per level), ``actions``
-(new states per action; the successors each action generated are not recorded per action by the
-search, see the note in that section), ``invariants`` and ``trace`` (changed values highlighted).
+(TLC-style coverage: the successors each action generated and the distinct states it found first),
+``invariants`` and ``trace`` (changed values highlighted).
 """
 from __future__ import annotations
 
@@ -76,6 +76,18 @@ def _read(path: Path) -> list[dict[str, Any]]:
     return DeltaTable(str(path)).to_pyarrow_table().to_pylist() if DeltaTable.is_deltatable(str(path)) else []
 
 
+def _actions_generated(root: Path, outcome: dict[str, Any] | None, run_id: str) -> dict[str, int]:
+    """Successors per action over the run: the outcome's sum, or (unfinished run) the commits' figures."""
+    if outcome is not None and outcome.get("actions_generated"):
+        return json.loads(outcome["actions_generated"])
+    total: dict[str, int] = {}
+    for c in sorted(DeltaTable(str(root / "states")).history(), key=lambda c: c.get("version", 0)):
+        if c.get("run_id") == run_id and c.get("actions_generated"):
+            for a, n in json.loads(c["actions_generated"]).items():
+                total[a] = total.get(a, 0) + int(n)
+    return total
+
+
 def render_report(root: Path) -> str:
     spec = json.loads((root / "run.json").read_text())
     outcome = (_read(root / "outcome") or [None])[-1]
@@ -117,16 +129,20 @@ def render_report(root: Path) -> str:
           f'{lv["distinct_total"]:,}', f'{lv["seconds"]:.2f}'] for lv in levels],
         ["num"] * 6, tid="levels-table") + "</section>")
 
-    total = sum(r["_depth_count"] for r in per_action) or 1
+    distinct = {r["_action"]: r["_depth_count"] for r in per_action}
+    generated = _actions_generated(root, outcome, spec["run_id"])
+    names = list(generated) + [a for a in distinct if a not in generated]
+    total = sum(distinct.values()) or 1
     parts.append('<section id="actions"><h2>Actions</h2>' + _table(
-        ["action", "distinct states it found first", "share"],
-        [[f"<code>{_e(r['_action'])}</code>", f"{r['_depth_count']:,}", f"{100 * r['_depth_count'] / total:.1f}%"]
-         for r in sorted(per_action, key=lambda r: -r["_depth_count"])], ["", "num", "num"], tid="actions-table")
-        + '<p class="note">Counted from the states table\'s <code>_action</code> column: each distinct state is '
-        'credited to the action by which the search first met it (TLC\'s "distinct" coverage). The successors '
-        'each action generated, duplicates included (TLC\'s "found"), are not recorded per action: the search '
-        'would need to count successors grouped by <code>_action</code> at each level and put them in the '
-        'level\'s commit metadata.</p></section>')
+        ["action", "successors generated", "distinct states it found first", "share of distinct"],
+        [[f"<code>{_e(a)}</code>", f"{generated[a]:,}" if a in generated else "not recorded",
+          f"{distinct.get(a, 0):,}", f"{100 * distinct.get(a, 0) / total:.1f}%"] for a in names],
+        ["", "num", "num", "num"], tid="actions-table")
+        + '<p class="note">As TLC\'s coverage: <em>generated</em> counts every successor the action produced, '
+        'duplicates included (TLC\'s "found"; for <code>Init</code>, the initial states), recorded per level in '
+        'the states table\'s commit metadata (<code>actions_generated</code>) and summed in the outcome table; '
+        '<em>distinct</em> counts the states table\'s rows by <code>_action</code>: each state is credited to the '
+        'action by which the search first met it. An action that generated nothing is listed with 0.</p></section>')
 
     inv_rows = []
     for name in spec["invariants"]:

@@ -14,7 +14,7 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ OUTCOME_SCHEMA = pa.schema([
     ("distinct_states", pa.int64()), ("states_generated", pa.int64()), ("depth", pa.int32()),
     ("trace_length", pa.int32()), ("trace", pa.string()), ("seconds", pa.float64()),
     ("fingerprint", pa.string()), ("finished_at", pa.string()),
+    ("actions_generated", pa.string()),
 ])
 
 
@@ -94,6 +95,8 @@ class LevelFigures:
     generated_total: int
     seconds: float
     finding: str | None = None
+    # action -> successors it generated at this level, duplicates included (TLC's coverage "found")
+    actions: dict[str, int] = field(default_factory=dict)
 
 
 class RunStore:
@@ -218,7 +221,8 @@ class RunStore:
         meta = {"depth": str(fig.depth), "generated": str(fig.generated), "new_states": str(fig.new_states),
                 "out_of_constraint": str(fig.out_of_constraint), "distinct_total": str(fig.distinct_total),
                 "generated_total": str(fig.generated_total), "seconds": f"{fig.seconds:.3f}",
-                "run_id": self.run_id, "finding": fig.finding or ""}
+                "run_id": self.run_id, "finding": fig.finding or "",
+                "actions_generated": json.dumps(fig.actions, sort_keys=True)}
         dt = DeltaTable(str(self.states_path))
         dt.create_write_transaction(
             actions, mode="append", schema=self.arrow_schema,
@@ -246,7 +250,8 @@ class RunStore:
                 d = int(c["depth"])
                 out[d] = LevelFigures(d, int(c["generated"]), int(c["new_states"]), int(c["out_of_constraint"]),
                                       int(c["distinct_total"]), int(c["generated_total"]), float(c["seconds"]),
-                                      c.get("finding") or None)
+                                      c.get("finding") or None,
+                                      json.loads(c.get("actions_generated") or "{}"))
         return [out[d] for d in sorted(out)]
 
     # --- levels, outcome, trace ------------------------------------------------------------
@@ -281,7 +286,7 @@ class RunStore:
             write_deltalake(str(self.trace_path), pa.Table.from_pylist(trace_rows, schema=trace_schema),
                             mode="overwrite", name="trace")
         write_deltalake(str(self.outcome_path), pa.Table.from_pylist([row], schema=OUTCOME_SCHEMA),
-                        mode="overwrite", name="outcome")
+                        mode="overwrite", schema_mode="overwrite", name="outcome")
 
     def tables(self) -> dict[str, str]:
         out = {"states": str(self.states_path), "levels": str(self.levels_path), "outcome": str(self.outcome_path)}

@@ -53,8 +53,9 @@ def test_report_of_a_complete_run(counter_ok, tmp_path):
     bars = re.findall(r'<rect class="bar"[^>]*data-depth="(\d+)" data-new="(\d+)"', section(dom, "levels-plot"))
     assert [(int(d), int(n)) for d, n in bars] == [(1, 1), (2, 2), (3, 4), (4, 7), (5, 5), (6, 1)]
     actions = section(dom, "actions")
-    assert re.search(r"<code>Init</code></td><td class=\"num\">1</td>", actions)
-    assert re.search(r"<code>Step</code></td><td class=\"num\">19</td>", actions)
+    # action, successors generated (TLC's "found"), distinct states it found first (TLC's "distinct")
+    assert '<code>Init</code></td><td class="num">1</td><td class="num">1</td>' in actions
+    assert '<code>Step</code></td><td class="num">19</td><td class="num">19</td>' in actions
     assert "holds in every reachable state" in section(dom, "invariants")
     assert "None: no invariant was violated" in section(dom, "trace")
 
@@ -63,6 +64,10 @@ def test_report_of_a_violation_highlights_changed_values(counter_violation, tmp_
     wh, res = counter_violation
     dom = render(report(wh, res, tmp_path), tmp_path)
     assert "Invariant Bounded is violated." in section(dom, "outcome")
+    # Successors generated per action, duplicates included: it differs from the distinct count here.
+    gen = res["actions_generated"]
+    assert set(gen) == {"Init", "Step"} and sum(gen.values()) == res["states_generated"]
+    assert f'<code>Step</code></td><td class="num">{gen["Step"]:,}</td>' in section(dom, "actions")
     assert f"violated at depth {res['depth']}" in section(dom, "invariants")
     rows = re.findall(r"<tr>(.*?)</tr>", section(dom, "trace"))
     assert len(rows) == len(res["trace"]) + 1  # the header row

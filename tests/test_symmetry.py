@@ -15,11 +15,11 @@ def successors(s, procs, max_, log_len):
         if cnt[i] < max_:
             c = list(cnt)
             c[i] += 1
-            out.append((tuple(c), owner, log, done, (p, c[i])))
+            out.append(("Inc", (tuple(c), owner, log, done, (p, c[i]))))
         if owner is None and len(log) < log_len:
-            out.append((cnt, p, log + (p,), tuple(sorted(set(done) | {p})), last))
+            out.append(("Take", (cnt, p, log + (p,), tuple(sorted(set(done) | {p})), last)))
         if owner == p:
-            out.append((cnt, None, log, done, last))
+            out.append(("Release", (cnt, None, log, done, last)))
     return out
 
 
@@ -34,7 +34,8 @@ def permute(s, procs, pi):
 
 
 def reference(procs, max_, log_len, symmetry):
-    """Breadth-first over states; with symmetry a state is known by the smallest of its orbit."""
+    """Breadth-first over states; with symmetry a state is known by the smallest of its orbit.
+    Returns distinct, generated, depth and the successors each action generated (TLC's coverage)."""
     perms = list(itertools.permutations(procs)) if symmetry else [tuple(procs)]
 
     def key(s):
@@ -42,11 +43,13 @@ def reference(procs, max_, log_len, symmetry):
 
     init = (tuple([0] * len(procs)), None, (), (), None)
     seen, frontier, depth, generated = {key(init)}, [init], 1, 1
+    per_action = {"Init": 1, "Inc": 0, "Take": 0, "Release": 0}
     while frontier:
         nxt = []
         for s in frontier:
-            for t in successors(s, procs, max_, log_len):
+            for action, t in successors(s, procs, max_, log_len):
                 generated += 1
+                per_action[action] += 1
                 k = key(t)
                 if k not in seen:
                     seen.add(k)
@@ -54,7 +57,7 @@ def reference(procs, max_, log_len, symmetry):
         if nxt:
             depth += 1
         frontier = nxt
-    return len(seen), generated, depth
+    return len(seen), generated, depth, per_action
 
 
 def check(capsys, tmp_path, *args):
@@ -73,12 +76,12 @@ def test_orbit_counts_match_reference(capsys, tmp_path, procs, max_, log_len):
     code, sym = check(capsys, tmp_path, *sets)
     assert code == 0
     assert sym["symmetry"] is True
-    assert (sym["distinct_states"], sym["states_generated"], sym["depth"]) == \
+    assert (sym["distinct_states"], sym["states_generated"], sym["depth"], sym["actions_generated"]) == \
         reference(procs, max_, log_len, symmetry=True)
     code, full = check(capsys, tmp_path, *sets, "--no-symmetry")
     assert code == 0
     assert full["symmetry"] is False and full["run_id"] != sym["run_id"]
-    assert (full["distinct_states"], full["states_generated"], full["depth"]) == \
+    assert (full["distinct_states"], full["states_generated"], full["depth"], full["actions_generated"]) == \
         reference(procs, max_, log_len, symmetry=False)
     assert sym["distinct_states"] < full["distinct_states"]
 
