@@ -23,6 +23,10 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         # The seen states are read as one file list per level; above 32 paths Spark would list
         # them with a Spark job of its own every level.
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+        # A model's action union compiles a hundred or more generated classes (Janino) per level; with
+        # Spark's default cache of 100 the cycle evicts every class before the next level needs it,
+        # and each level compiled them all again (bookkeeper: 178 compiles, 20 s a level).
+        .config("spark.sql.codegen.cache.maxEntries", os.environ.get("SSE_CODEGEN_CACHE", "10000"))
         .config("spark.ui.enabled", os.environ.get("SSE_SPARK_UI", "false"))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("SSE_DRIVER_MEMORY", "6g"))
