@@ -32,6 +32,8 @@ __all__ = ["Outcome", "check"]
 
 # Below this many successors a level is ordered in one partition (no range-partitioning job).
 SMALL_LEVEL = 2_000_000
+# Up to this many frontier states, a level's successors are computed in one task per core.
+SMALL_FRONTIER = 20_000
 
 
 @dataclass
@@ -210,8 +212,12 @@ class _Search:
             self.timer.mark("frontier")
             # localCheckpoint materializes the level once and gives later jobs a one-node plan:
             # re-planning the union of every action for each job cost about a second a level.
-            succ = (self.fingerprint(self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2")))
-                    .localCheckpoint(eager=True))
+            raw = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
+            if n_frontier <= SMALL_FRONTIER:
+                # The union has a partition per action and frontier file; each task deserializes the
+                # whole plan. A small level gets as many tasks as there are cores (verified_log: 61 -> 2).
+                raw = raw.coalesce(self.spark.sparkContext.defaultParallelism)
+            succ = self.fingerprint(raw).localCheckpoint(eager=True)
             # A terminal finding looks at states whose only successors (if any) are themselves.
             moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
             # One job counts the successors, per action too (TLC's coverage), and the parents that
