@@ -33,3 +33,25 @@ def test_figures_are_appended_to_a_delta_table(tmp_path):
     rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
     assert sorted((r["distinct"], r["master"]) for r in rows) == [(3, "local[2]"), (4, "local[1]")]
     assert all(r["at"] and r["cores"] == os.cpu_count() for r in rows)
+
+
+def _profile(env_extra):
+    import re
+    import subprocess
+    import sys
+    from conftest import TEST_MODELS
+    env = {**os.environ, **env_extra}
+    res = subprocess.run([sys.executable, str(ROOT / "pipelines" / "profile_level.py"), "tokens",
+                          "--models", str(TEST_MODELS), "--repeat", "2"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return [int(n) for n in re.findall(r"compiled (\d+) classes", res.stdout)]
+
+
+def test_a_level_compiles_its_generated_code_once_per_run():
+    """Spark's code cache must hold a whole action union: with one too small (8 classes, Spark's
+    default is 100, big models need 180), every level compiles everything again."""
+    first, second = _profile({})
+    assert first > 8 and second == 0
+    first, second = _profile({"SSE_CODEGEN_CACHE": "8"})
+    assert first > 8 and second >= first // 2
