@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 
 from .audit import find_run
 from .report import format_value
+from .store import sum_counts
 
 __all__ = ["write_report", "render_report"]
 
@@ -80,12 +81,9 @@ def _actions_generated(root: Path, outcome: dict[str, Any] | None, run_id: str) 
     """Successors per action over the run: the outcome's sum, or (unfinished run) the commits' figures."""
     if outcome is not None and outcome.get("actions_generated"):
         return json.loads(outcome["actions_generated"])
-    total: dict[str, int] = {}
-    for c in sorted(DeltaTable(str(root / "states")).history(), key=lambda c: c.get("version", 0)):
-        if c.get("run_id") == run_id and c.get("actions_generated"):
-            for a, n in json.loads(c["actions_generated"]).items():
-                total[a] = total.get(a, 0) + int(n)
-    return total
+    commits = sorted(DeltaTable(str(root / "states")).history(), key=lambda c: c.get("version", 0))
+    return sum_counts(json.loads(c["actions_generated"]) for c in commits
+                      if c.get("run_id") == run_id and c.get("actions_generated"))
 
 
 def render_report(root: Path) -> str:

@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -97,6 +97,15 @@ class LevelFigures:
     finding: str | None = None
     # action -> successors it generated at this level, duplicates included (TLC's coverage "found")
     actions: dict[str, int] = field(default_factory=dict)
+
+
+def sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Add up per-action counts (levels' ``actions_generated``), keeping the order names first appear in."""
+    total: dict[str, int] = {}
+    for c in counts:
+        for name, n in c.items():
+            total[name] = total.get(name, 0) + int(n)
+    return total
 
 
 class RunStore:
