@@ -115,9 +115,15 @@ class _Search:
             canon = canonical_fingerprint_sql(cm.schema, spec.model.symmetry_shapes,
                                               {s: spec.constants[s] for s in spec.model.symmetry})
             self.fp_stages = [[f"{canon} AS _fpc"], ["_fpc.a AS _fp", "_fpc.b AS _fp2"]]
-        else:
-            fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
-            self.fp_stages = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
+        fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
+        self.raw_fp_stages = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
+        if not spec.symmetry:
+            self.fp_stages = self.raw_fp_stages
+        # With symmetry, a level's successors are first de-duplicated as generated (identical states
+        # share an orbit), and only the survivors are canonicalized: on bk_master_3b_sym about half
+        # the successors are exact repeats. A terminal finding compares every successor's orbit with
+        # its parent's, so a model with one canonicalizes them all.
+        self.dedupe_raw_first = spec.symmetry and not cm.terminal_exprs
         cons = [cm.constraint_exprs[c] for c in spec.constraints]
         self.in_model_expr = " AND ".join(cons) if cons else "true"
         self.table_cols = [f.name for f in store.spark_schema.fields]
@@ -129,15 +135,24 @@ class _Search:
         self.terminal: dict[str, dict[str, Any]] = {}
 
     # ---- stages ---------------------------------------------------------------------------
-    def fingerprint(self, df: DataFrame) -> DataFrame:
+    def fingerprint(self, df: DataFrame, raw: bool = False) -> DataFrame:
         cols = df.columns
-        if self.spec.symmetry:
+        if self.spec.symmetry and not raw:
             # Catalyst pushes a projection into every branch of the actions' UNION ALL: the large
             # canonical-fingerprint expression would be compiled once per action. Cut the plan first.
             df = df.localCheckpoint(eager=True)
-        for stage in self.fp_stages:
+        for stage in (self.raw_fp_stages if raw else self.fp_stages):
             df = df.selectExpr(*cols, *stage)
         return df
+
+    def canonical(self, firsts: DataFrame) -> DataFrame:
+        """States de-duplicated as generated, re-keyed by their orbit and de-duplicated again: the
+        smallest order key of an orbit is the smallest of its states' smallest keys."""
+        cols = [c for c in firsts.columns if c not in ("_fp", "_fp2")]
+        df = firsts.select(*cols)
+        for stage in self.fp_stages:
+            df = df.selectExpr(*cols, *stage)
+        return self.first_per_state(df)
 
     def read_level(self, depth: int) -> DataFrame:
         files = self.store.level_files(depth)
@@ -218,7 +233,7 @@ class _Search:
                 # whole plan. A small level gets one task per core (verified_log's one-state level
                 # took 61 tasks in all, now 10).
                 raw = raw.coalesce(self.spark.sparkContext.defaultParallelism)
-            succ = self.fingerprint(raw).localCheckpoint(eager=True)
+            succ = self.fingerprint(raw, raw=self.dedupe_raw_first).localCheckpoint(eager=True)
             # A terminal finding looks at states whose only successors (if any) are themselves.
             moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
             # One job counts the successors, per action too (TLC's coverage), and the parents that
@@ -245,7 +260,10 @@ class _Search:
                 first = (frontier.join(enabled, on="_ord", how="left_anti")
                          .orderBy("_ord").limit(1).select("_fp", "_fp2").collect()[0])
                 deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
-            cand = self.candidates(self.first_per_state(succ), depth + 1, n_gen, anti_join=True)
+            firsts = self.first_per_state(succ)
+            if self.dedupe_raw_first:
+                firsts = self.canonical(firsts)
+            cand = self.candidates(firsts, depth + 1, n_gen, anti_join=True)
             self.timer.mark("plan")
             finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
                                          per_action)

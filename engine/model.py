@@ -136,7 +136,10 @@ class RunSpec:
                 "invariants": self.invariants,
                 "constraints": self.constraints,
                 "deadlock": self.deadlock,
+                # canonical: which representative of an orbit is fingerprinted (a warehouse written
+                # with another cannot be resumed: its fingerprints would not match)
                 **({"symmetry": self.symmetry} if self.model.symmetry else {}),
+                **({"canonical": "smallest-state"} if self.symmetry else {}),
                 **self.extra,
             },
             sort_keys=True,
