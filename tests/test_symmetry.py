@@ -132,3 +132,51 @@ def test_configuration_and_flag_turn_symmetry_off():
     assert resolve_run(model, "nosym").symmetry is False
     off = resolve_run(model, "default", symmetry=False)
     assert off.symmetry is False and off.run_id != on.run_id
+
+
+def _perm_state(state, names, pi):
+    """Apply the renaming names[k] -> pi[k] to a state of the schema below, by hand."""
+    ren = dict(zip(names, pi))
+    nodes, owner, held = state
+    new_nodes = [None] * len(names)
+    for k, node in enumerate(nodes):                  # nodes is a function over Names
+        peer = None if node["peer"] is None else ren[node["peer"]]
+        new_nodes[names.index(ren[names[k]])] = {"n": node["n"], "peer": peer,
+                                                 "seen": sorted(ren[x] for x in node["seen"])}
+    return new_nodes, ren.get(owner, owner), sorted(ren[x] for x in held)
+
+
+def test_canonical_fingerprint_is_one_per_orbit(spark):
+    """Every permutation of a state gets the state's canonical fingerprint, and states of different
+    orbits get different ones, for a function over the set whose entries mix model values (a peer,
+    a sorted set) with plain counters (the cheap key), a plain string and a sorted set."""
+    from engine.symmetry import SymmetryShape, canonical_fingerprint_sql
+    ddl = ("nodes array<struct<n:int, peer:string, seen:array<string>>>, owner string, "
+           "held array<string>")
+    schema = spark.createDataFrame([], ddl).schema
+    shapes = {"nodes": SymmetryShape({"": "Names"}, ("[].seen",)), "held": SymmetryShape({}, ("",))}
+    names = ["a", "b", "c"]
+    expr = canonical_fingerprint_sql(schema, shapes, {"Names": names})
+
+    def node(n, peer, seen):
+        return {"n": n, "peer": peer, "seen": seen}
+
+    states = [
+        ([node(0, "b", ["c"]), node(0, None, []), node(1, "a", ["a", "b"])], "a", ["b"]),
+        ([node(0, "b", ["c"]), node(0, None, []), node(1, "a", ["a", "b"])], "a", ["c"]),  # other orbit
+        ([node(0, None, []), node(0, None, []), node(0, None, [])], "x", []),  # every key ties
+        ([node(0, None, []), node(0, None, []), node(0, "a", [])], "x", []),
+    ]
+    rows, orbit_of = [], []
+    for i, s in enumerate(states):
+        for pi in itertools.permutations(names):
+            p = _perm_state(s, names, pi)
+            rows.append((p[0], p[1], p[2]))
+            orbit_of.append(i)
+    df = spark.createDataFrame(rows, ddl).selectExpr(f"{expr} AS fp")
+    fps = [(r["fp"]["a"], r["fp"]["b"]) for r in df.collect()]
+    by_orbit = {}
+    for i, fp in zip(orbit_of, fps):
+        by_orbit.setdefault(i, set()).add(fp)
+    assert all(len(v) == 1 for v in by_orbit.values()), by_orbit
+    assert len({next(iter(v)) for v in by_orbit.values()}) == len(states)
