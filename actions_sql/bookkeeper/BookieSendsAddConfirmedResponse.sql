@@ -24,7 +24,7 @@ dc AS (
 ),
 enabled AS (
     SELECT *,
-        array_sort(array_append(
+        sort_array(array_append(
             transform(messages, m -> IF(m.msg <=> msg, named_struct('msg', m.msg, 'count', m.count - 1), m)),
             named_struct('msg', resp, 'count', dcount))) AS messages2,
         mi * 2 + di AS _choice
@@ -38,7 +38,7 @@ final AS (
         meta_fragments,
         meta_last_entry,
         meta_version,
-        transform(b_entries, (x, i) -> IF(i = bi, array_sort(array_distinct(array_append(x, msg.entry))), x)) AS b_entries,
+        transform(b_entries, (x, i) -> IF(i = bi, sort_array(array_distinct(array_append(x, msg.entry))), x)) AS b_entries,
         b_fenced,
         transform(b_lac, (x, i) -> IF(i = bi, msg.lac, x)) AS b_lac,
         clients,

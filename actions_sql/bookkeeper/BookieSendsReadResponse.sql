@@ -21,7 +21,7 @@ dc AS (
 ),
 enabled AS (
     SELECT *,
-        array_sort(array_append(
+        sort_array(array_append(
             transform(messages, m -> IF(m.msg <=> msg, named_struct('msg', m.msg, 'count', m.count - 1), m)),
             named_struct('msg', resp, 'count', dcount))) AS messages2,
         mi * 2 + di AS _choice

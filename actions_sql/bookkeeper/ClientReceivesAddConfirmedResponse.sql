@@ -14,7 +14,7 @@ msgs AS (
 pre AS (
     SELECT *,
         transform(c.confirmed, (x, k) -> IF(k = msg.entry.id - 1,
-                  array_sort(array_distinct(array_append(x, msg.bookie))), x)) AS confirmed
+                  sort_array(array_distinct(array_append(x, msg.bookie))), x)) AS confirmed
     FROM msgs
     WHERE c.status = 'STATUS_OPEN'
       AND msg.cid = c.id AND msg.type = 'AddEntryResponseMessage' AND cnt >= 1

@@ -38,7 +38,7 @@ final AS (
                 'lap', IF(lac > x.lap, lac, x.lap),
                 'lac', IF(lac > x.lac, lac, x.lac),
                 'confirmed', x.confirmed,
-                'fenced', array_sort(array_distinct(array_append(x.fenced, msg.bookie))),
+                'fenced', sort_array(array_distinct(array_append(x.fenced, msg.bookie))),
                 'recovery_ensemble', x.recovery_ensemble,
                 'curr_read_entry', x.curr_read_entry,
                 'read_responses', x.read_responses,

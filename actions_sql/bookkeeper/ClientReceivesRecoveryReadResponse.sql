@@ -12,7 +12,7 @@ msgs AS (
     LATERAL VIEW posexplode(f.messages) mm AS mi, m                     -- \E msg \in DOMAIN messages
 ),
 pre AS (
-    SELECT *, array_sort(array_distinct(array_append(c.read_responses, msg))) AS responses
+    SELECT *, sort_array(array_distinct(array_append(c.read_responses, msg))) AS responses
     FROM msgs
     WHERE c.status = 'STATUS_IN_RECOVERY' AND c.recovery_phase = 2
       AND msg.cid = cid AND msg.type = 'ReadResponseMessage' AND cnt >= 1
@@ -60,7 +60,7 @@ final AS (
                 'status', IF(read_status = 'Unknown', 'RECOVERY_ABORTED', x.status),
                 'fragments', x.fragments,
                 'curr_fragment', x.curr_fragment,
-                'pending_add_ops', IF(read_status = 'OK', array_sort(array_distinct(array_append(x.pending_add_ops, named_struct('entry', named_struct('id', x.lap + 1, 'data', msg.entry.data), 'fragment_id', x.curr_fragment.id, 'ensemble', x.curr_fragment.ensemble)))), x.pending_add_ops),
+                'pending_add_ops', IF(read_status = 'OK', sort_array(array_distinct(array_append(x.pending_add_ops, named_struct('entry', named_struct('id', x.lap + 1, 'data', msg.entry.data), 'fragment_id', x.curr_fragment.id, 'ensemble', x.curr_fragment.ensemble)))), x.pending_add_ops),
                 'lap', IF(read_status = 'OK', x.lap + 1, x.lap),
                 'lac', x.lac,
                 'confirmed', x.confirmed,

@@ -32,7 +32,7 @@ sends AS (
 ),
 enabled AS (
     SELECT *,
-        array_sort(concat(messages, transform(new_msgs, (n, k) ->
+        sort_array(concat(messages, transform(new_msgs, (n, k) ->
             named_struct('msg', n, 'count', IF((shiftright(mask, k) & 1) = 1, -1, 1))))) AS messages2,
         (ci * 16 + oi) * 64 + mask AS _choice
     FROM sends
@@ -54,7 +54,7 @@ final AS (
                 'status', x.status,
                 'fragments', x.fragments,
                 'curr_fragment', x.curr_fragment,
-                'pending_add_ops', array_sort(array_distinct(transform(x.pending_add_ops, o -> IF(o <=> op, named_struct('entry', o.entry, 'fragment_id', x.curr_fragment.id, 'ensemble', x.curr_fragment.ensemble), o)))),
+                'pending_add_ops', sort_array(array_distinct(transform(x.pending_add_ops, o -> IF(o <=> op, named_struct('entry', o.entry, 'fragment_id', x.curr_fragment.id, 'ensemble', x.curr_fragment.ensemble), o)))),
                 'lap', x.lap,
                 'lac', x.lac,
                 'confirmed', x.confirmed,

@@ -25,7 +25,7 @@ sends AS (
 ),
 enabled AS (
     SELECT *,
-        array_sort(concat(messages, transform(new_msgs, (n, k) ->
+        sort_array(concat(messages, transform(new_msgs, (n, k) ->
             named_struct('msg', n, 'count', IF((shiftright(mask, k) & 1) = 1, -1, 1))))) AS messages2,
         ci * 64 + mask AS _choice
     FROM sends
@@ -47,7 +47,7 @@ final AS (
                 'status', x.status,
                 'fragments', x.fragments,
                 'curr_fragment', x.curr_fragment,
-                'pending_add_ops', array_sort(array_distinct(array_append(x.pending_add_ops, named_struct('entry', entry, 'fragment_id', x.curr_fragment.id, 'ensemble', x.curr_fragment.ensemble)))),
+                'pending_add_ops', sort_array(array_distinct(array_append(x.pending_add_ops, named_struct('entry', entry, 'fragment_id', x.curr_fragment.id, 'ensemble', x.curr_fragment.ensemble)))),
                 'lap', entry.id,
                 'lac', x.lac,
                 'confirmed', x.confirmed,

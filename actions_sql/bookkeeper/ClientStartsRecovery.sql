@@ -23,7 +23,7 @@ sends AS (
 ),
 enabled AS (
     SELECT *,
-        array_sort(concat(messages, transform(new_msgs, (n, k) ->
+        sort_array(concat(messages, transform(new_msgs, (n, k) ->
             named_struct('msg', n, 'count', IF((shiftright(mask, k) & 1) = 1, -1, 1))))) AS messages2,
         ci * 64 + mask AS _choice
     FROM sends

@@ -31,12 +31,12 @@ enabled AS (
 final AS (
     SELECT
         meta_status, meta_fragments, meta_last_entry, meta_version,
-        transform(b_entries, (es, i) -> IF(i + 1 = bpos, array_sort(array_distinct(array_append(es, x.msg.entry))), es))
+        transform(b_entries, (es, i) -> IF(i + 1 = bpos, sort_array(array_distinct(array_append(es, x.msg.entry))), es))
                                                     AS b_entries,
         b_fenced,
         transform(b_lac, (v, i) -> IF(i + 1 = bpos, x.msg.lac, v)) AS b_lac,
         w1, w2,
-        array_sort(array_append(
+        sort_array(array_append(
             transform(messages, y -> IF(y.msg <=> x.msg, named_struct('msg', y.msg, 'count', y.count - 1), y)),
             named_struct('msg', reply, 'count', dc)))   AS messages,
         _parent, mi * 2 + dci AS _choice

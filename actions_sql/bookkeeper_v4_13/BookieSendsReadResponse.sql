@@ -32,7 +32,7 @@ final AS (
         meta_status, meta_fragments, meta_last_entry, meta_version, b_entries,
         IF(x.msg.fence = true, transform(b_fenced, (v, i) -> IF(i + 1 = bpos, true, v)), b_fenced) AS b_fenced,
         b_lac, w1, w2,
-        array_sort(array_append(
+        sort_array(array_append(
             transform(messages, y -> IF(y.msg <=> x.msg, named_struct('msg', y.msg, 'count', y.count - 1), y)),
             named_struct('msg', reply, 'count', dc)))   AS messages,
         _parent, mi * 2 + dci AS _choice

@@ -17,7 +17,7 @@ timed_out AS (
     SELECT *,
         -- ValidEnsemble(e, writer.curr_fragment.ensemble \ {bookie}, {bookie}) over SUBSET Bookies, sorted:
         -- the first is SelectEnsemble's choice (see W1CreatesLedger.sql).
-        array_sort(filter(
+        sort_array(filter(
             transform(sequence(0, shiftleft(1, size(Bookies)) - 1),
                       mask -> filter(Bookies, (b, i) -> (shiftright(mask, i) & 1) = 1)),
             e -> size(e) = WriteQuorum

@@ -11,7 +11,7 @@ ensembles AS (
     -- bookies. Every candidate has WriteQuorum members; for up to three bookies this is also the
     -- subset TLC's enumeration of SUBSET meets first.
     SELECT *,
-        array_sort(filter(
+        sort_array(filter(
             transform(sequence(0, shiftleft(1, size(Bookies)) - 1),
                       mask -> filter(Bookies, (b, i) -> (shiftright(mask, i) & 1) = 1)),
             e -> size(e) = WriteQuorum

@@ -23,7 +23,7 @@ confirmed AS (
     SELECT *,
         -- AddToConfirmed(writer, msg.entry.id, msg.bookie)
         transform(w1.confirmed, (c, i) -> IF(i + 1 = x.msg.entry.id,
-                                              array_sort(array_distinct(array_append(c, x.msg.bookie))), c)) AS conf
+                                              sort_array(array_distinct(array_append(c, x.msg.bookie))), c)) AS conf
     FROM enabled
 ),
 

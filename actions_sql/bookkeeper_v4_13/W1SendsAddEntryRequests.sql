@@ -29,13 +29,13 @@ final AS (
         meta_status, meta_fragments, meta_last_entry, meta_version, b_entries, b_fenced, b_lac,
         named_struct(
             'meta_version', w1.meta_version, 'status', w1.status, 'curr_fragment', w1.curr_fragment,
-            'pending_add_ops', array_sort(array_distinct(array_append(w1.pending_add_ops, named_struct(
+            'pending_add_ops', sort_array(array_distinct(array_append(w1.pending_add_ops, named_struct(
                 'entry', entry, 'fragment_id', w1.curr_fragment.id, 'ensemble', w1.curr_fragment.ensemble)))),
             'lap', entry.id, 'lac', w1.lac, 'confirmed', w1.confirmed,
             'fenced', w1.fenced, 'curr_read_entry', w1.curr_read_entry, 'has_entry', w1.has_entry,
             'no_such_entry', w1.no_such_entry, 'recovery_phase', w1.recovery_phase) AS w1,
         w2,
-        array_sort(concat(messages, transform(reqs, (q, i) -> named_struct(
+        sort_array(concat(messages, transform(reqs, (q, i) -> named_struct(
             'msg', q, 'count', IF((shiftright(mask, i) & 1) = 1, 1, -1))))) AS messages,
         _parent, mask AS _choice
     FROM sent

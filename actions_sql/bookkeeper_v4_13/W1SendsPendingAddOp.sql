@@ -36,14 +36,14 @@ final AS (
         named_struct(
             'meta_version', w1.meta_version, 'status', w1.status, 'curr_fragment', w1.curr_fragment,
             -- SetNewEnsemble(writer, op)
-            'pending_add_ops', array_sort(array_distinct(transform(w1.pending_add_ops, o -> IF(o <=> op,
+            'pending_add_ops', sort_array(array_distinct(transform(w1.pending_add_ops, o -> IF(o <=> op,
                 named_struct('entry', o.entry, 'fragment_id', w1.curr_fragment.id,
                              'ensemble', w1.curr_fragment.ensemble), o)))),
             'lap', w1.lap, 'lac', w1.lac, 'confirmed', w1.confirmed,
             'fenced', w1.fenced, 'curr_read_entry', w1.curr_read_entry, 'has_entry', w1.has_entry,
             'no_such_entry', w1.no_such_entry, 'recovery_phase', w1.recovery_phase) AS w1,
         w2,
-        array_sort(concat(messages, transform(reqs, (q, i) -> named_struct(
+        sort_array(concat(messages, transform(reqs, (q, i) -> named_struct(
             'msg', q, 'count', IF((shiftright(mask, i) & 1) = 1, 1, -1))))) AS messages,
         _parent, oi * 1024 + mask AS _choice
     FROM sent

@@ -18,11 +18,11 @@ responses AS (
                          f1.id = f2.id - 1 AND f1.first_entry_id <= x.msg.entry.id
                          AND f2.first_entry_id > x.msg.entry.id)), 1)
            END.ensemble)                                                       AS read_ensemble,
-        IF(x.msg.entry IS NOT NULL, array_sort(array_distinct(array_append(w2.has_entry, x.msg.bookie))),
+        IF(x.msg.entry IS NOT NULL, sort_array(array_distinct(array_append(w2.has_entry, x.msg.bookie))),
            w2.has_entry)                                                       AS has_entry,
-        IF(x.msg.entry IS NULL, array_sort(array_distinct(array_append(w2.no_such_entry, x.msg.bookie))),
+        IF(x.msg.entry IS NULL, sort_array(array_distinct(array_append(w2.no_such_entry, x.msg.bookie))),
            w2.no_such_entry)                                                   AS no_such_entry,
-        IF(x.msg.fence = true, array_sort(array_distinct(array_append(w2.fenced, x.msg.bookie))), w2.fenced)
+        IF(x.msg.fence = true, sort_array(array_distinct(array_append(w2.fenced, x.msg.bookie))), w2.fenced)
                                                                                AS fenced
     FROM choices
 ),
@@ -43,7 +43,7 @@ final AS (
         meta_status, meta_fragments, meta_last_entry, meta_version, b_entries, b_fenced, b_lac, w1,
         named_struct(
             'meta_version', w2.meta_version, 'status', w2.status, 'curr_fragment', w2.curr_fragment,
-            'pending_add_ops', array_sort(array_distinct(array_append(w2.pending_add_ops, named_struct(
+            'pending_add_ops', sort_array(array_distinct(array_append(w2.pending_add_ops, named_struct(
                 'entry', named_struct('id', w2.lap + 1,
                                       'data', IF(x.msg.entry IS NULL, w2.curr_read_entry.data, x.msg.entry.data)),
                 'fragment_id', w2.curr_fragment.id, 'ensemble', w2.curr_fragment.ensemble)))),

@@ -18,11 +18,11 @@ responses AS (
                          f1.id = f2.id - 1 AND f1.first_entry_id <= x.msg.entry.id
                          AND f2.first_entry_id > x.msg.entry.id)), 1)
            END.ensemble)                                                       AS read_ensemble,
-        IF(x.msg.entry IS NOT NULL, array_sort(array_distinct(array_append(w2.has_entry, x.msg.bookie))),
+        IF(x.msg.entry IS NOT NULL, sort_array(array_distinct(array_append(w2.has_entry, x.msg.bookie))),
            w2.has_entry)                                                       AS has_entry,
-        IF(x.msg.entry IS NULL, array_sort(array_distinct(array_append(w2.no_such_entry, x.msg.bookie))),
+        IF(x.msg.entry IS NULL, sort_array(array_distinct(array_append(w2.no_such_entry, x.msg.bookie))),
            w2.no_such_entry)                                                   AS no_such_entry,
-        IF(x.msg.fence = true, array_sort(array_distinct(array_append(w2.fenced, x.msg.bookie))), w2.fenced)
+        IF(x.msg.fence = true, sort_array(array_distinct(array_append(w2.fenced, x.msg.bookie))), w2.fenced)
                                                                                AS fenced
     FROM choices
 ),

@@ -25,7 +25,7 @@ final AS (
             'lap', IF(not_started_read_phase AND lac > w2.lac, lac, w2.lap),
             'lac', IF(not_started_read_phase AND lac > w2.lac, lac, w2.lac),
             'confirmed', w2.confirmed,
-            'fenced', array_sort(array_distinct(array_append(w2.fenced, x.msg.bookie))),
+            'fenced', sort_array(array_distinct(array_append(w2.fenced, x.msg.bookie))),
             'curr_read_entry', w2.curr_read_entry, 'has_entry', w2.has_entry,
             'no_such_entry', w2.no_such_entry, 'recovery_phase', w2.recovery_phase) AS w2,
         transform(messages, y -> IF(y.msg <=> x.msg, named_struct('msg', y.msg, 'count', y.count - 1), y)) AS messages,

@@ -37,13 +37,13 @@ final AS (
         named_struct(
             'meta_version', w2.meta_version, 'status', w2.status, 'curr_fragment', w2.curr_fragment,
             -- SetNewEnsemble(writer, op)
-            'pending_add_ops', array_sort(array_distinct(transform(w2.pending_add_ops, o -> IF(o <=> op,
+            'pending_add_ops', sort_array(array_distinct(transform(w2.pending_add_ops, o -> IF(o <=> op,
                 named_struct('entry', o.entry, 'fragment_id', w2.curr_fragment.id,
                              'ensemble', w2.curr_fragment.ensemble), o)))),
             'lap', w2.lap, 'lac', w2.lac, 'confirmed', w2.confirmed,
             'fenced', w2.fenced, 'curr_read_entry', w2.curr_read_entry, 'has_entry', w2.has_entry,
             'no_such_entry', w2.no_such_entry, 'recovery_phase', w2.recovery_phase) AS w2,
-        array_sort(concat(messages, transform(reqs, (q, i) -> named_struct(
+        sort_array(concat(messages, transform(reqs, (q, i) -> named_struct(
             'msg', q, 'count', IF((shiftright(mask, i) & 1) = 1, 1, -1))))) AS messages,
         _parent, oi * 1024 + mask AS _choice
     FROM sent

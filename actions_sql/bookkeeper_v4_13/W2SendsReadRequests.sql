@@ -51,7 +51,7 @@ final AS (
             'pending_add_ops', w2.pending_add_ops, 'lap', w2.lap, 'lac', w2.lac, 'confirmed', w2.confirmed,
             'fenced', w2.fenced, 'curr_read_entry', w2.curr_read_entry, 'has_entry', w2.has_entry,
             'no_such_entry', w2.no_such_entry, 'recovery_phase', 3) AS w2,          -- PendingReadResponsePhase
-        array_sort(concat(messages, transform(reqs, (q, i) -> named_struct(
+        sort_array(concat(messages, transform(reqs, (q, i) -> named_struct(
             'msg', q, 'count', IF((shiftright(mask, i) & 1) = 1, 1, -1))))) AS messages,
         _parent, mask AS _choice
     FROM sent

@@ -39,7 +39,7 @@ sent AS (
 final AS (
     SELECT
         meta_status, meta_fragments, meta_last_entry, meta_version, b_entries, b_fenced, b_lac, w1, w2,
-        array_sort(concat(messages, transform(reqs, (q, i) -> named_struct(
+        sort_array(concat(messages, transform(reqs, (q, i) -> named_struct(
             'msg', q, 'count', IF((shiftright(mask, i) & 1) = 1, 1, -1))))) AS messages,
         _parent, oi * 1024 + mask AS _choice
     FROM sent
