@@ -135,24 +135,27 @@ class _Search:
         self.terminal: dict[str, dict[str, Any]] = {}
 
     # ---- stages ---------------------------------------------------------------------------
-    def fingerprint(self, df: DataFrame, raw: bool = False) -> DataFrame:
+    @staticmethod
+    def _with_stages(df: DataFrame, stages: list[list[str]]) -> DataFrame:
         cols = df.columns
-        if self.spec.symmetry and not raw:
+        for stage in stages:
+            df = df.selectExpr(*cols, *stage)
+        return df
+
+    def fingerprint(self, df: DataFrame, as_generated: bool = False) -> DataFrame:
+        if as_generated:
+            return self._with_stages(df, self.raw_fp_stages)
+        if self.spec.symmetry:
             # Catalyst pushes a projection into every branch of the actions' UNION ALL: the large
             # canonical-fingerprint expression would be compiled once per action. Cut the plan first.
             df = df.localCheckpoint(eager=True)
-        for stage in (self.raw_fp_stages if raw else self.fp_stages):
-            df = df.selectExpr(*cols, *stage)
-        return df
+        return self._with_stages(df, self.fp_stages)
 
     def canonical(self, firsts: DataFrame) -> DataFrame:
         """States de-duplicated as generated, re-keyed by their orbit and de-duplicated again: the
         smallest order key of an orbit is the smallest of its states' smallest keys."""
-        cols = [c for c in firsts.columns if c not in ("_fp", "_fp2")]
-        df = firsts.select(*cols)
-        for stage in self.fp_stages:
-            df = df.selectExpr(*cols, *stage)
-        return self.first_per_state(df)
+        keyed = self._with_stages(firsts.drop("_fp", "_fp2"), self.fp_stages)
+        return self.first_per_state(keyed)
 
     def read_level(self, depth: int) -> DataFrame:
         files = self.store.level_files(depth)
@@ -227,13 +230,13 @@ class _Search:
             self.timer.mark("frontier")
             # localCheckpoint materializes the level once and gives later jobs a one-node plan:
             # re-planning the union of every action for each job cost about a second a level.
-            raw = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
+            successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
             if n_frontier <= SMALL_FRONTIER:
                 # The union has a partition per action and frontier file; each task deserializes the
                 # whole plan. A small level gets one task per core (verified_log's one-state level
                 # took 61 tasks in all, now 10).
-                raw = raw.coalesce(self.spark.sparkContext.defaultParallelism)
-            succ = self.fingerprint(raw, raw=self.dedupe_raw_first).localCheckpoint(eager=True)
+                successors = successors.coalesce(self.spark.sparkContext.defaultParallelism)
+            succ = self.fingerprint(successors, as_generated=self.dedupe_raw_first).localCheckpoint(eager=True)
             # A terminal finding looks at states whose only successors (if any) are themselves.
             moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
             # One job counts the successors, per action too (TLC's coverage), and the parents that
