@@ -24,7 +24,7 @@ from .invariants import InvariantSuite
 from .itf import parse_shape, write_itf
 from .model import RunSpec
 from .session import declare_constants, get_spark
-from .symmetry import canonical_fingerprint_sql, check_paths
+from .symmetry import canonical_fingerprint_stages, check_paths
 from .store import LevelFigures, RunStore, check_warehouse, sum_counts
 from .trace import build_trace, trace_table_rows, trace_arrow_schema
 
@@ -112,9 +112,8 @@ class _Search:
         if spec.symmetry:
             # SYMMETRY: de-duplicate by the orbit's fingerprint; the row keeps the state as generated.
             check_paths(spec.model.schema_path, cm.schema, spec.model.symmetry_shapes)
-            canon = canonical_fingerprint_sql(cm.schema, spec.model.symmetry_shapes,
-                                              {s: spec.constants[s] for s in spec.model.symmetry})
-            self.fp_stages = [[f"{canon} AS _fpc"], ["_fpc.a AS _fp", "_fpc.b AS _fp2"]]
+            self.fp_stages = canonical_fingerprint_stages(
+                cm.schema, spec.model.symmetry_shapes, {s: spec.constants[s] for s in spec.model.symmetry})
         fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
         self.raw_fp_stages = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
         if not spec.symmetry:
@@ -137,10 +136,12 @@ class _Search:
     # ---- stages ---------------------------------------------------------------------------
     @staticmethod
     def _with_stages(df: DataFrame, stages: list[list[str]]) -> DataFrame:
+        """The columns of ``df`` and ``_fp``, ``_fp2``, the last of the projections ``stages`` (each
+        may name the columns of those before it)."""
         cols = df.columns
         for stage in stages:
-            df = df.selectExpr(*cols, *stage)
-        return df
+            df = df.selectExpr("*", *stage)
+        return df.select(*cols, "_fp", "_fp2")
 
     def fingerprint(self, df: DataFrame, as_generated: bool = False) -> DataFrame:
         if as_generated:

@@ -100,6 +100,8 @@ def _tokens_copy(tmp_path, old, new):
 @pytest.mark.parametrize("old,new,message", [
     ('symmetry: {index: {"": Procs}}', 'symmetry: {index: {"": Max}}',
      "variable cnt: symmetry index '' names 'Max', which is not a symmetry set"),
+    ('symmetry: {index: {"": Procs}}', 'symmetry: {index: {"": Procs}, sets: [""]}',
+     "variable cnt: symmetry path '' is both 'index' and 'sets'"),
     ('symmetry: {sets: [""]}', 'symmetry: {sets: ["x["]}',
      "variable done: symmetry path 'x[' is not a path"),
     ('symmetry: {sets: [""]}', 'symmetry: {order: [""]}',
@@ -146,17 +148,23 @@ def _perm_state(state, names, pi):
     return new_nodes, ren.get(owner, owner), sorted(ren[x] for x in held)
 
 
-def test_canonical_fingerprint_is_one_per_orbit(spark):
+def test_canonical_fingerprint_is_one_per_orbit(spark, monkeypatch):
     """Every permutation of a state gets the state's canonical fingerprint, and states of different
     orbits get different ones, for a function over the set whose entries mix model values (a peer,
-    a sorted set) with plain counters (the cheap key), a plain string and a sorted set."""
-    from engine.symmetry import SymmetryShape, canonical_fingerprint_sql
+    a sorted set) with plain counters (the cheap key), a plain string and a sorted set. The
+    permutations written out as literals and the lambda over them give the same fingerprints."""
+    from engine import symmetry
+    from engine.symmetry import SymmetryShape, canonical_fingerprint_stages
     ddl = ("nodes array<struct<n:int, peer:string, seen:array<string>>>, owner string, "
            "held array<string>")
     schema = spark.createDataFrame([], ddl).schema
     shapes = {"nodes": SymmetryShape({"": "Names"}, ("[].seen",)), "held": SymmetryShape({}, ("",))}
     names = ["a", "b", "c"]
-    expr = canonical_fingerprint_sql(schema, shapes, {"Names": names})
+
+    def fingerprints(df):
+        for stage in canonical_fingerprint_stages(schema, shapes, {"Names": names}):
+            df = df.selectExpr("*", *stage)
+        return [(r["_fp"], r["_fp2"]) for r in df.collect()]
 
     def node(n, peer, seen):
         return {"n": n, "peer": peer, "seen": seen}
@@ -173,8 +181,10 @@ def test_canonical_fingerprint_is_one_per_orbit(spark):
             p = _perm_state(s, names, pi)
             rows.append((p[0], p[1], p[2]))
             orbit_of.append(i)
-    df = spark.createDataFrame(rows, ddl).selectExpr(f"{expr} AS fp")
-    fps = [(r["fp"]["a"], r["fp"]["b"]) for r in df.collect()]
+    df = spark.createDataFrame(rows, ddl)
+    fps = fingerprints(df)
+    monkeypatch.setattr(symmetry, "LITERAL_PERMUTATIONS", 0)
+    assert fingerprints(df) == fps
     by_orbit = {}
     for i, fp in zip(orbit_of, fps):
         by_orbit.setdefault(i, set()).add(fp)
