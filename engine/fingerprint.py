@@ -1,24 +1,32 @@
-"""Fingerprints: 128 bits from two independently seeded xxhash64 over an unambiguous encoding.
+"""Fingerprints: 128 bits from two differently seeded xxhash64 over an unambiguous encoding.
 
 Spark's xxhash64 walks nested values without recording lengths or nulls, so on its own
-``([1,2],[3])`` and ``([1],[2,3])`` hash alike, as do ``(null,"a")`` and ``("a",null)``. The
-encoding below prefixes every array with its size, every string with its byte length, and every
-value with a null flag, so two different states feed different input to the hash. Two 64-bit
-hashes seeded differently make the fingerprint 128 bits: with N distinct states the chance that any
-two share a fingerprint is about N^2 / 2^129 (below 1e-20 for a billion states).
+``([1,2],[3])`` and ``([1],[2,3])`` hash alike, as do ``(null,"a")`` and ``("a",null)``. The state
+is therefore hashed as JSON text (``to_json``, nulls written): brackets delimit every array and
+object, every field is named, every string is quoted and escaped, so two different states are two
+different texts. Spark compiles ``to_json``; the earlier encoding, a length and a null flag per
+value built with ``transform`` lambdas that Spark interprets, cost three times as much (bookkeeper's
+states: 3.7 to 4.0 s against 1.3 s per 42,156 states). Columns whose JSON text could lose
+information (floating point, decimals, dates, times, binary) keep that encoding. Two 64-bit hashes
+seeded differently make the fingerprint 128 bits: with N distinct states the chance that any two
+share a fingerprint is about N^2 / 2^129 (below 1e-20 for a billion states).
 """
 from __future__ import annotations
 
-from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructType
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, IntegerType, LongType,
+                               MapType, ShortType, StringType, StructType)
 
-__all__ = ["FINGERPRINT_NOTE", "encode_args", "fingerprint_sql"]
+__all__ = ["FINGERPRINT_NOTE", "FINGERPRINT_SCHEME", "encode_args", "fingerprint_sql"]
+
+# Recorded in every run id: a warehouse fingerprinted by another scheme is not resumed.
+FINGERPRINT_SCHEME = "json-xxhash64x2"
 
 # Any constant works; it seeds the second hash through xxhash64's chaining of its arguments.
 _SECOND_SEED = "CAST(-7046029254386353131 AS BIGINT)"
 
 FINGERPRINT_NOTE = (
-    "128-bit fingerprints (two differently seeded xxhash64 over a length- and null-prefixed "
-    "encoding of the state); collision probability below N^2/2^129 for N distinct states"
+    "128-bit fingerprints (two differently seeded xxhash64 over the state as JSON text, nulls "
+    "written); collision probability below N^2/2^129 for N distinct states"
 )
 
 
@@ -41,11 +49,26 @@ def encode_args(expr: str, dtype: DataType, depth: int = 0) -> list[str]:
     return [f"isnull({expr})", expr]
 
 
+def _json_exact(dtype: DataType) -> bool:
+    """Whether ``to_json`` writes every value of the type exactly and distinctly."""
+    if isinstance(dtype, ArrayType):
+        return _json_exact(dtype.elementType)
+    if isinstance(dtype, StructType):
+        return all(_json_exact(f.dataType) for f in dtype.fields)
+    return isinstance(dtype, (BooleanType, ByteType, ShortType, IntegerType, LongType, StringType))
+
+
 def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "") -> tuple[str, str]:
     """The two halves of the fingerprint as SQL expressions over the named columns (fields of
-    ``prefix``, a struct, when given)."""
+    ``prefix``, a struct, when given). Both hash the same JSON text; Spark evaluates it once per row
+    (common subexpression elimination) where they are in one projection."""
     args: list[str] = []
+    exact = [(n, t) for n, t in columns if _json_exact(t)]
+    if exact:
+        fields = ", ".join(f"'{n}', {prefix}`{n}`" for n, _ in exact)
+        args.append(f"to_json(named_struct({fields}), map('ignoreNullFields', 'false'))")
     for name, dtype in columns:
-        args.extend(encode_args(f"{prefix}`{name}`", dtype))
+        if not _json_exact(dtype):
+            args.extend(encode_args(f"{prefix}`{name}`", dtype))
     joined = ", ".join(args)
     return f"xxhash64({joined})", f"xxhash64({_SECOND_SEED}, {joined})"

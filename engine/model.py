@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from .errors import ModelError, UsageError
+from .fingerprint import FINGERPRINT_SCHEME
 
 __all__ = [
     "Constant", "Variable", "SqlFile", "Model", "RunSpec",
@@ -140,6 +141,7 @@ class RunSpec:
                 # with another cannot be resumed: its fingerprints would not match)
                 **({"symmetry": self.symmetry} if self.model.symmetry else {}),
                 **({"canonical": "smallest-state"} if self.symmetry else {}),
+                "fingerprint": FINGERPRINT_SCHEME,
                 **self.extra,
             },
             sort_keys=True,

@@ -21,3 +21,33 @@ def test_nulls_and_string_boundaries_are_part_of_the_fingerprint(spark):
     x, y, z = fps(spark, [(None, "a"), ("a", None), ("ab", "c")], t, "p string, q string")
     w, = fps(spark, [("a", "bc")], t, "p string, q string")
     assert len({x, y, z, w}) == 4
+
+
+def test_nested_nulls_strings_and_boundaries_are_part_of_the_fingerprint(spark):
+    """Within arrays of structs (hashed as JSON text): a null field, a null element, a string
+    holding JSON punctuation, and where one array ends and the next begins."""
+    from pyspark.sql.types import StructType
+    ddl = "p array<struct<a:int, b:string>>, q array<struct<a:int, b:string>>"
+    t = [f.dataType for f in StructType.fromDDL(ddl).fields]
+    rows = [
+        ([{"a": 1, "b": None}], []),
+        ([{"a": None, "b": "1"}], []),
+        ([None], []),
+        ([], [None]),
+        ([{"a": 1, "b": 'x"},{"a":2'}], []),
+        ([{"a": 1, "b": "x"}, {"a": 2, "b": None}], []),
+        ([{"a": 1, "b": "x"}], [{"a": 2, "b": None}]),
+        ([{"a": 1, "b": "x"}], [{"a": 2, "b": None}]),
+    ]
+    got = fps(spark, rows, t, ddl)
+    assert len(set(got[:-1])) == len(rows) - 1 and got[-1] == got[-2]
+
+
+def test_columns_json_cannot_write_exactly_keep_the_typed_encoding(spark):
+    from pyspark.sql.types import DoubleType
+    a, _ = fingerprint_sql([("p", IntegerType()), ("q", DoubleType())])
+    assert a.startswith("xxhash64(to_json(named_struct('p', `p`)") and "isnull(`q`), `q`" in a
+    import math
+    x, y, z = fps(spark, [(1, 0.1), (1, math.nextafter(0.1, 1.0)), (1, 0.1)], [IntegerType(), DoubleType()],
+                  "p int, q double")
+    assert x != y and x == z  # one unit in the last place apart
