@@ -34,6 +34,11 @@ __all__ = ["Outcome", "check"]
 SMALL_LEVEL = 2_000_000
 # Up to this many frontier states, a level's successors are computed in one task per core.
 SMALL_FRONTIER = 20_000
+# A level's shuffles (de-duplication, anti-join) get a partition per this many successors, at least
+# the session's spark.sql.shuffle.partitions. The de-duplication sorts whole states: with 4
+# partitions, bk_master_3b_sym's level 17 (2.6 million successors of about 2 KB) put over a
+# gigabyte in each task's sort and failed with UNABLE_TO_ACQUIRE_MEMORY.
+ROWS_PER_PARTITION = 100_000
 
 
 @dataclass
@@ -130,6 +135,7 @@ class _Search:
         self._totals = (0, 0)
         self._last_new = 0
         self.timer = _Timer()
+        self.base_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         # terminal finding -> {"count", "state"}, over the levels this process expanded
         self.terminal: dict[str, dict[str, Any]] = {}
 
@@ -251,6 +257,8 @@ class _Search:
                 aggs.append(F.count_distinct(F.when(moving, F.col("_parent_ord"))).alias("m"))
             agg = succ.agg(*aggs).collect()[0].asDict()
             n_gen = int(agg["n"])
+            self.spark.conf.set("spark.sql.shuffle.partitions",
+                                str(max(self.base_partitions, -(-n_gen // ROWS_PER_PARTITION))))
             n_parents = int(agg.get("p", n_frontier))
             n_moving = int(agg.get("m", n_frontier))
             per_action = {a: int(agg[f"a{i}"]) for i, a in enumerate(names)}
@@ -363,6 +371,7 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
         shutil.rmtree(run_root)
     store = RunStore(warehouse, spec.model.name, spec.run_id, cm.schema)
     store.open(run_spec_json(spec))
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")  # a level may raise it; restored below
     try:
         done = store.read_outcome()
         if done is not None:
@@ -404,6 +413,7 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
         out.tables = store.tables()
         return out
     finally:
+        spark.conf.set("spark.sql.shuffle.partitions", partitions)
         store.close()
 
 

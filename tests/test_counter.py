@@ -122,3 +122,21 @@ def test_completed_run_is_not_recomputed(capsys, tmp_path):
     assert again["distinct_states"] == first["distinct_states"]
     _, fresh, _ = check(capsys, tmp_path, *args, "--fresh")
     assert fresh["from_cache"] is False and fresh["distinct_states"] == first["distinct_states"]
+
+
+def test_levels_split_over_many_partitions_give_the_same_search(capsys, tmp_path, monkeypatch, spark):
+    """A level's shuffles get a partition per ROWS_PER_PARTITION successors; at one successor a
+    partition the counts, depth and shortest trace are unchanged, and the session's setting is
+    restored afterwards."""
+    from engine import checker
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 1)
+    code, res, _ = check(capsys, tmp_path, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
+                         "--set", "Limit=5")
+    want = bfs({1, 2}, 8, limit=5, deadlock=False)
+    assert code == 12 and len(res["trace"]) == want["trace_length"]
+    code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
+    want = bfs({1, 2}, 6, deadlock=False)
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
+    assert spark.conf.get("spark.sql.shuffle.partitions") == before
