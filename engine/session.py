@@ -30,6 +30,10 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         .config("spark.ui.enabled", os.environ.get("SSE_SPARK_UI", "false"))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("SSE_DRIVER_MEMORY", "6g"))
+        # A level's checkpoints are MEMORY_AND_DISK: execution (the de-duplication's sorts) may push
+        # them to disk down to a tenth of the unified memory, not Spark's default half
+        # (bk_master_3b_sym's level 18 failed with UNABLE_TO_ACQUIRE_MEMORY with the default).
+        .config("spark.memory.storageFraction", os.environ.get("SSE_STORAGE_FRACTION", "0.1"))
         .config("spark.sql.ansi.enabled", "true")
         .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .config("spark.hadoop.parquet.enable.summary-metadata", "false")
