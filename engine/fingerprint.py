@@ -62,13 +62,13 @@ def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "") -> tu
     """The two halves of the fingerprint as SQL expressions over the named columns (fields of
     ``prefix``, a struct, when given). Both hash the same JSON text; Spark evaluates it once per row
     (common subexpression elimination) where they are in one projection."""
-    args: list[str] = []
-    exact = [(n, t) for n, t in columns if _json_exact(t)]
-    if exact:
-        fields = ", ".join(f"'{n}', {prefix}`{n}`" for n, _ in exact)
-        args.append(f"to_json(named_struct({fields}), map('ignoreNullFields', 'false'))")
+    exact, args = [], []
     for name, dtype in columns:
-        if not _json_exact(dtype):
+        if _json_exact(dtype):
+            exact.append(f"'{name}', {prefix}`{name}`")
+        else:
             args.extend(encode_args(f"{prefix}`{name}`", dtype))
+    if exact:
+        args.insert(0, f"to_json(named_struct({', '.join(exact)}), map('ignoreNullFields', 'false'))")
     joined = ", ".join(args)
     return f"xxhash64({joined})", f"xxhash64({_SECOND_SEED}, {joined})"

@@ -38,8 +38,7 @@ from pyspark.sql.types import ArrayType, DataType, StringType, StructType
 from .errors import ModelError
 from .fingerprint import fingerprint_sql
 
-__all__ = ["SymmetryShape", "parse_shape", "permutations", "canonical_fingerprint_sql",
-           "canonical_fingerprint_stages", "check_paths"]
+__all__ = ["SymmetryShape", "parse_shape", "permutations", "canonical_fingerprint_stages", "check_paths"]
 
 _PATH = re.compile(r"^((\[\])|(\.[A-Za-z_][A-Za-z0-9_]*))*$")
 
@@ -204,13 +203,15 @@ def _cheap_key(schema: StructType, shapes: dict[str, SymmetryShape],
         shape = shapes.get(f.name)
         if shape is None or "" not in shape.index or not isinstance(f.dataType, ArrayType):
             continue
+        # What the key holds must not depend on the permutation (a literal identity renames no
+        # string), so it is chosen as for a permutation that renames every string.
+        any_perm = _Permuter(shape, "")
         elem = f.dataType.elementType
-        if not _has_string(elem) and not any(p.startswith("[]") for p in [*shape.index, *shape.sets]):
+        if not any_perm.touched(elem, "[]"):
             def body(c: str) -> str:
                 return c
         elif isinstance(elem, StructType):
-            kept = [g for g in elem.fields if not _has_string(g.dataType)
-                    and not any(p.startswith(f"[].{g.name}") for p in [*shape.index, *shape.sets])]
+            kept = [g for g in elem.fields if not any_perm.touched(g.dataType, f"[].{g.name}")]
             if not kept:
                 continue
 
@@ -247,15 +248,15 @@ LITERAL_PERMUTATIONS = 24
 
 def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryShape],
                                  sets: dict[str, list[str]]) -> list[list[str]]:
-    """Projections, in order, the last of which is ``_fp`` and ``_fp2``: the fingerprint of the
-    smallest permutation of the state, the same value as ``canonical_fingerprint_sql``. Each
-    permutation is spelt out with literals (see ``_LiteralPermuter``); beyond
-    LITERAL_PERMUTATIONS, the lambda form is used."""
-    perms = _permutation_data(sets)
+    """Projections, in order: the smallest permutation of the state as ``_q``, then its fingerprint
+    as ``_fp`` and ``_fp2`` (one projection, so the two hashes share one evaluation of the state's
+    text). Each permutation is spelt out with literals (see ``_LiteralPermuter``); beyond
+    LITERAL_PERMUTATIONS, the lambda form, which picks the same image."""
     fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], prefix="_q.")
+    hashed = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
+    perms = _permutation_data(sets)
     if len(perms) > LITERAL_PERMUTATIONS:
-        canon = canonical_fingerprint_sql(schema, shapes, sets)
-        return [[f"{canon} AS _fpc"], ["_fpc.a AS _fp", "_fpc.b AS _fp2"]]
+        return [[f"{_smallest_image_lambda_sql(schema, shapes, sets)} AS _q"], *hashed]
 
     def lit(mapping, positions):
         return lambda shape: _LiteralPermuter(shape, mapping, positions)
@@ -271,12 +272,13 @@ def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryS
         stages = [[f"{k} AS _ck{i}" for i, k in enumerate(keys)],
                   [f"least({', '.join(f'_ck{i}' for i in range(n))}) AS _ckmin"],
                   [f"array_min(array({', '.join(f'IF(_ck{i} <=> _ckmin, {img}, NULL)' for i, img in enumerate(images))})) AS _q"]]
-    return stages + [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
+    return stages + hashed
 
 
-def canonical_fingerprint_sql(schema: StructType, shapes: dict[str, SymmetryShape],
-                              sets: dict[str, list[str]]) -> str:
-    """A struct<a, b> expression: the fingerprint (fp, fp2) of the smallest permutation of the state.
+def _smallest_image_lambda_sql(schema: StructType, shapes: dict[str, SymmetryShape],
+                               sets: dict[str, list[str]]) -> str:
+    """The smallest permutation of the state, as one expression: a ``transform`` over a literal
+    array of the permutations (the form used beyond LITERAL_PERMUTATIONS).
 
     "Smallest" orders the images first by a cheap key (see ``_cheap_key``), then by the whole
     permuted state; only the permutations that give the smallest cheap key are applied in full.
@@ -293,15 +295,10 @@ def canonical_fingerprint_sql(schema: StructType, shapes: dict[str, SymmetryShap
     def image(perm: str) -> str:
         return _image(schema, shapes, lambda shape: _Permuter(shape, perm))
 
-    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], prefix="_q.")
     key = _cheap_key(schema, shapes, lambda shape: _Permuter(shape, "_p"))
     if key is None:
-        smallest = f"array_min(transform({perms}, _p -> {image('_p')}))"
-    else:
-        keyed = f"transform({perms}, _p -> named_struct('k', {key}, 'p', _p))"
-        best = (f"transform(array(array_min(transform(_ks, _x -> _x.k))), _b -> "
-                f"filter(_ks, _x -> _x.k <=> _b))[0]")
-        smallest = (f"transform(array({keyed}), _ks -> "
-                    f"array_min(transform({best}, _x -> {image('_x.p')})))[0]")
-    # The lambda binds the smallest image once for the two hashes' many references to it.
-    return f"transform(array({smallest}), _q -> named_struct('a', {fp1}, 'b', {fp2}))[0]"
+        return f"array_min(transform({perms}, _p -> {image('_p')}))"
+    keyed = f"transform({perms}, _p -> named_struct('k', {key}, 'p', _p))"
+    best = (f"transform(array(array_min(transform(_ks, _x -> _x.k))), _b -> "
+            f"filter(_ks, _x -> _x.k <=> _b))[0]")
+    return f"transform(array({keyed}), _ks -> array_min(transform({best}, _x -> {image('_x.p')})))[0]"
