@@ -233,7 +233,7 @@ class _Search:
                         .selectExpr(*[f"`{v}`" for v in self.vars],
                                     "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent",
                                     "_ord", "_fp", "_fp2")
-                        .persist(StorageLevel.MEMORY_AND_DISK))
+                        .localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK))
             self.timer.mark("frontier")
             # localCheckpoint materializes the level once and gives later jobs a one-node plan:
             # re-planning the union of every action for each job cost about a second a level.
