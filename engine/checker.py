@@ -24,6 +24,8 @@ from .invariants import InvariantSuite
 from .itf import parse_shape, write_itf
 from .model import RunSpec
 from .session import declare_constants, get_spark
+from . import seen as seen_index
+from .seen import SeenIndex
 from .symmetry import canonical_fingerprint_stages, check_paths
 from .store import LevelFigures, RunStore, check_warehouse, sum_counts
 from .trace import build_trace, trace_table_rows, trace_arrow_schema
@@ -39,6 +41,11 @@ SMALL_FRONTIER = 20_000
 # partitions, bk_master_3b_sym's level 17 (2.6 million successors of about 2 KB) put over a
 # gigabyte in each task's sort and failed with UNABLE_TO_ACQUIRE_MEMORY.
 ROWS_PER_PARTITION = 100_000
+
+
+def plain_unseen(states: DataFrame, seen: DataFrame) -> DataFrame:
+    """The rows of ``states`` whose fingerprint (``_fp``, ``_fp2``) is not in ``seen``."""
+    return states.join(seen, on=["_fp", "_fp2"], how="left_anti")
 
 
 @dataclass
@@ -136,6 +143,7 @@ class _Search:
         self._last_new = 0
         self.timer = _Timer()
         self.base_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        self.index = SeenIndex(spark, max(self.base_partitions, spark.sparkContext.defaultParallelism))
         # terminal finding -> {"count", "state"}, over the levels this process expanded
         self.terminal: dict[str, dict[str, Any]] = {}
 
@@ -179,8 +187,16 @@ class _Search:
                 .agg(F.min_by(F.struct(*cols), F.col("_key")).alias("_r"))
                 .select("_fp", "_fp2", "_r.*"))
 
-    def candidates(self, firsts: DataFrame, depth: int, n_succ: int, anti_join: bool) -> DataFrame:
-        new = firsts.join(self.seen(depth - 1), on=["_fp", "_fp2"], how="left_anti") if anti_join else firsts
+    def unseen(self, firsts: DataFrame, seen_depth: int, n_seen: int) -> DataFrame:
+        """``firsts`` without the states stored through ``seen_depth`` (``n_seen`` of them)."""
+        if n_seen < seen_index.INDEX_FROM:
+            return plain_unseen(firsts, self.seen(seen_depth))
+        if not self.index.fragments:
+            self.index.add(self.seen(seen_depth), n_seen)  # the first use, or a resumed run
+        return self.index.unseen(firsts)
+
+    def candidates(self, firsts: DataFrame, depth: int, n_succ: int, anti_join: bool, n_seen: int = 0) -> DataFrame:
+        new = self.unseen(firsts, depth - 1, n_seen) if anti_join else firsts
         if n_succ < SMALL_LEVEL:
             ordered = new.coalesce(1).sortWithinPartitions("_key", "_fp", "_fp2")
         else:
@@ -275,7 +291,7 @@ class _Search:
             firsts = self.first_per_state(succ)
             if self.dedupe_raw_first:
                 firsts = self.canonical(firsts)
-            cand = self.candidates(firsts, depth + 1, n_gen, anti_join=True)
+            cand = self.candidates(firsts, depth + 1, n_gen, anti_join=True, n_seen=distinct_total)
             self.timer.mark("plan")
             finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
                                          per_action)
@@ -307,9 +323,11 @@ class _Search:
                 found["state"] = self.store.find_state(depth, row[f"x{i}"]["_fp"], row[f"x{i}"]["_fp2"])
 
     def _release(self) -> None:
-        # Local checkpoints live until the JVM collects their RDDs; a level needs none of the last's.
-        for rdd in self.spark.sparkContext._jsc.getPersistentRDDs().values():
-            rdd.unpersist(False)
+        # Local checkpoints live until the JVM collects their RDDs; a level needs none of the last's
+        # (the seen index's fragments excepted).
+        for rdd_id, rdd in self.spark.sparkContext._jsc.getPersistentRDDs().items():
+            if int(rdd_id) not in self.index.rdd_ids:
+                rdd.unpersist(False)
 
     def _frontier_size(self, depth: int) -> int:
         return next((f.new_states for f in self._figs if f.depth == depth), 0)
@@ -339,6 +357,8 @@ class _Search:
                            actions=per_action)
         if n_new or violation:
             self.store.commit_level(fig)
+        if n_new and self.index.fragments and not violation:
+            self.index.add(self.read_level(depth), n_new)
         self.timer.mark("commit")
         self.timer.flush(depth)
         self._figs.append(fig)
@@ -388,7 +408,10 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
                 resume_from = figs[-1].depth
                 totals = (figs[-1].distinct_total, figs[-1].generated_total)
             search._figs = figs
-        res = search.run(resume_from, totals)
+        try:
+            res = search.run(resume_from, totals)
+        finally:
+            search.index.release()
         trace: list[dict[str, Any]] = []
         violated = None
         if res["result"] != "ok":

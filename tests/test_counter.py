@@ -140,3 +140,26 @@ def test_levels_split_over_many_partitions_give_the_same_search(capsys, tmp_path
     assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
         (want["distinct"], want["generated"], want["depth"])
     assert spark.conf.get("spark.sql.shuffle.partitions") == before
+
+
+def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
+    """Above INDEX_FROM seen states a level is anti-joined against the cached, hash-partitioned seen
+    index (engine.seen) instead of the stored files. Used from the first level, merged every other
+    level, with one successor a partition (so the index is re-partitioned as levels grow), the
+    counts, depth and shortest trace are those of the reference search."""
+    from engine import checker, seen
+    calls = []
+    real = seen.SeenIndex.unseen
+    monkeypatch.setattr(seen.SeenIndex, "unseen", lambda self, states: calls.append(1) or real(self, states))
+    monkeypatch.setattr(seen, "INDEX_FROM", 0)
+    monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
+    monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 3)
+    code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
+    want = bfs({1, 2}, 6, deadlock=False)
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
+    assert len(calls) == want["depth"]  # every level expanded, the last one included
+    code, res, _ = check(capsys, tmp_path, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
+                         "--set", "Limit=5")
+    want = bfs({1, 2}, 8, limit=5, deadlock=False)
+    assert code == 12 and len(res["trace"]) == want["trace_length"]
