@@ -25,7 +25,6 @@ from .itf import parse_shape, write_itf
 from .model import RunSpec
 from .session import declare_constants, get_spark
 from . import seen as seen_index
-from .seen import SeenIndex
 from .symmetry import canonical_fingerprint_stages, check_paths
 from .store import LevelFigures, RunStore, check_warehouse, sum_counts
 from .trace import build_trace, trace_table_rows, trace_arrow_schema
@@ -41,11 +40,6 @@ SMALL_FRONTIER = 20_000
 # partitions, bk_master_3b_sym's level 17 (2.6 million successors of about 2 KB) put over a
 # gigabyte in each task's sort and failed with UNABLE_TO_ACQUIRE_MEMORY.
 ROWS_PER_PARTITION = 100_000
-
-
-def plain_unseen(states: DataFrame, seen: DataFrame) -> DataFrame:
-    """The rows of ``states`` whose fingerprint (``_fp``, ``_fp2``) is not in ``seen``."""
-    return states.join(seen, on=["_fp", "_fp2"], how="left_anti")
 
 
 @dataclass
@@ -143,7 +137,7 @@ class _Search:
         self._last_new = 0
         self.timer = _Timer()
         self.base_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
-        self.index = SeenIndex(spark, max(self.base_partitions, spark.sparkContext.defaultParallelism))
+        self.index = seen_index.SeenIndex(spark, max(self.base_partitions, spark.sparkContext.defaultParallelism))
         # terminal finding -> {"count", "state"}, over the levels this process expanded
         self.terminal: dict[str, dict[str, Any]] = {}
 
@@ -190,9 +184,9 @@ class _Search:
     def unseen(self, firsts: DataFrame, seen_depth: int, n_seen: int) -> DataFrame:
         """``firsts`` without the states stored through ``seen_depth`` (``n_seen`` of them)."""
         if n_seen < seen_index.INDEX_FROM:
-            return plain_unseen(firsts, self.seen(seen_depth))
+            return seen_index.plain_unseen(firsts, self.seen(seen_depth))
         if not self.index.fragments:
-            self.index.add(self.seen(seen_depth), n_seen)  # the first use, or a resumed run
+            self.index.add(self.seen(seen_depth))  # the first use, or a resumed run
         return self.index.unseen(firsts)
 
     def candidates(self, firsts: DataFrame, depth: int, n_succ: int, anti_join: bool, n_seen: int = 0) -> DataFrame:
@@ -358,7 +352,7 @@ class _Search:
         if n_new or violation:
             self.store.commit_level(fig)
         if n_new and self.index.fragments and not violation:
-            self.index.add(self.read_level(depth), n_new)
+            self.index.add(self.read_level(depth))
         self.timer.mark("commit")
         self.timer.flush(depth)
         self._figs.append(fig)

@@ -14,10 +14,12 @@ stored levels when a run resumes.
 """
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SeenIndex", "INDEX_FROM", "MAX_FRAGMENTS"]
+__all__ = ["SeenIndex", "plain_unseen", "INDEX_FROM", "MAX_FRAGMENTS"]
 
 KEYS = ["_fp", "_fp2"]
 # Below this many seen states the plain anti-join is cheaper (Spark broadcasts a small table) and
@@ -26,12 +28,16 @@ INDEX_FROM = 1_000_000
 MAX_FRAGMENTS = 8
 
 
+def plain_unseen(states: DataFrame, seen: DataFrame) -> DataFrame:
+    """The rows of ``states`` whose fingerprint is not in ``seen`` (below INDEX_FROM seen states)."""
+    return states.join(seen, on=KEYS, how="left_anti")
+
+
 class SeenIndex:
     def __init__(self, spark: SparkSession, partitions: int):
         self.spark = spark
         self.partitions = partitions
         self.fragments: list[DataFrame] = []
-        self.rows = 0
         self.rdd_ids: set[int] = set()   # the fragments' cached blocks, kept when a level releases its own
 
     def _persisted(self) -> set[int]:
@@ -60,17 +66,16 @@ class SeenIndex:
             if rdd is not None:
                 rdd.unpersist(False)
 
-    def add(self, fps: DataFrame, rows: int) -> None:
-        """Index the fingerprints of ``rows`` more stored states (a committed level)."""
+    def add(self, fps: DataFrame) -> None:
+        """Index the fingerprints of more stored states (a committed level)."""
         self.fragments.append(self._fragment(fps))
-        self.rows += rows
         if len(self.fragments) > MAX_FRAGMENTS:
             self._merge()
 
     def _merge(self) -> None:
         old, old_ids = self.fragments, self.rdd_ids
         self.rdd_ids = set()
-        self.fragments = [self._fragment(_union(old))]
+        self.fragments = [self._fragment(reduce(DataFrame.union, old))]
         self._unpersist(old_ids)
 
     def unseen(self, states: DataFrame) -> DataFrame:
@@ -89,11 +94,4 @@ class SeenIndex:
 
     def release(self) -> None:
         self._unpersist(self.rdd_ids)
-        self.fragments, self.rdd_ids, self.rows = [], set(), 0
-
-
-def _union(dfs: list[DataFrame]) -> DataFrame:
-    out = dfs[0]
-    for df in dfs[1:]:
-        out = out.union(df)
-    return out
+        self.fragments, self.rdd_ids = [], set()

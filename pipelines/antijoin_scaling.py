@@ -4,9 +4,9 @@
                                          [--repeat 3] [--no-record]
 
 For each size of the seen table it writes that many fingerprints as Parquet files, as the search's
-levels are stored (a file per million rows), and times the search's own anti-join
-(``engine.checker.unseen``) of a level of ``--candidates`` de-duplicated successors against them,
-read the way the search reads them (``RunStore.all_files``: a file list, the two fingerprint
+levels are stored (a file per million rows), and times the search's own anti-joins (``engine.seen``:
+``plain_unseen`` and ``SeenIndex.unseen``) of a level of ``--candidates`` de-duplicated successors
+against them, read the way the search reads them (``RunStore.all_files``: a file list, the two fingerprint
 columns). Half of the candidates are in the seen table, half are new. The candidates are hash
 partitioned by fingerprint with the search's partition count (``ROWS_PER_PARTITION``), as the
 de-duplication leaves them.
@@ -19,8 +19,6 @@ physical join Spark chose. The figures are appended to the Delta table
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -32,9 +30,10 @@ sys.path.insert(0, str(ROOT))
 
 from pyspark.sql import functions as F  # noqa: E402
 
-from engine.checker import ROWS_PER_PARTITION, plain_unseen  # noqa: E402
-from engine.seen import SeenIndex  # noqa: E402
+from engine.checker import ROWS_PER_PARTITION  # noqa: E402
+from engine.seen import SeenIndex, plain_unseen  # noqa: E402
 from engine.session import get_spark  # noqa: E402
+from pipelines.benchmark import record  # noqa: E402
 
 FILE_ROWS = 1_000_000
 
@@ -93,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                     # the run's index as the search leaves it: a fragment per stored file, merged
                     index = SeenIndex(spark, max(base, spark.sparkContext.defaultParallelism))
                     for f in files:
-                        index.add(spark.read.parquet(f), 0)
+                        index.add(spark.read.parquet(f))
                 times, adds, kind, found = [], [], "?", -1
                 for _ in range(args.repeat):
                     seen = spark.read.parquet(*files).select("_fp", "_fp2")
@@ -106,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                         # what a level also pays: its new states become a fragment (then dropped again)
                         t0 = time.time()
                         extra = SeenIndex(spark, index.partitions)
-                        extra.add(fresh, 0)
+                        extra.add(fresh)
                         adds.append(time.time() - t0)
                         extra.release()
                 if index:
@@ -125,16 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             cand.unpersist()
             fresh.unpersist()
     if not args.no_record:
-        import pyarrow as pa
-        from deltalake import write_deltalake
-        from pipelines.benchmark import git_commit
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        extra = {"at": stamp, "git_commit": git_commit(), "master": spark.sparkContext.master,
-                 "host": platform.node(), "cores": os.cpu_count()}
-        target = args.warehouse / "_antijoin_scaling"
-        write_deltalake(str(target), pa.Table.from_pylist([{**extra, **r} for r in rows]), mode="append",
-                        schema_mode="merge", name="antijoin_scaling")
-        print(f"recorded in {target}")
+        print(f"recorded in {record(rows, args.warehouse, spark.sparkContext.master, 'antijoin_scaling')}")
     spark.stop()
     return 0
 

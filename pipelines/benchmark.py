@@ -143,15 +143,16 @@ def show(r: dict, small: int) -> None:
     print(flush=True)
 
 
-def record(rows: list[dict], warehouse: Path, master: str) -> Path:
+def record(rows: list[dict], warehouse: Path, master: str, table: str = "benchmarks") -> Path:
+    """Append ``rows`` with the run's commit, master and host to the Delta table ``<warehouse>/_<table>``."""
     import pyarrow as pa
     from deltalake import write_deltalake
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     extra = {"at": stamp, "git_commit": git_commit(), "master": master, "host": platform.node(),
              "cores": os.cpu_count()}
-    table = pa.Table.from_pylist([{**extra, **r} for r in rows])
-    path = warehouse / "_benchmarks"
-    write_deltalake(str(path), table, mode="append", schema_mode="merge", name="benchmarks")
+    path = warehouse / f"_{table}"
+    write_deltalake(str(path), pa.Table.from_pylist([{**extra, **r} for r in rows]), mode="append",
+                    schema_mode="merge", name=table)
     return path
 
 

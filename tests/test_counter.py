@@ -146,7 +146,9 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     """Above INDEX_FROM seen states a level is anti-joined against the cached, hash-partitioned seen
     index (engine.seen) instead of the stored files. Used from the first level, merged every other
     level, with one successor a partition (so the index is re-partitioned as levels grow), the
-    counts, depth and shortest trace are those of the reference search."""
+    counts, depth and shortest trace are those of the reference search. Every path to a counter
+    state has the same length, so no state is met again at a later level: that the index finds old
+    states is tested on ledger chaining (tests/test_ledger_chaining.py)."""
     from engine import checker, seen
     calls = []
     real = seen.SeenIndex.unseen
