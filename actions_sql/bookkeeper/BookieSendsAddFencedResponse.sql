@@ -19,7 +19,7 @@ enabled_pre AS (
 dc AS (
     SELECT e.*, d.di, d.dcount
     FROM enabled_pre AS e
-    CROSS JOIN (SELECT posexplode(array(-1, 1)) AS (di, dcount)) AS d   -- \E delivered_count \in {-1, 1}
+    LATERAL VIEW posexplode(array(-1, 1)) d AS di, dcount   -- \E delivered_count \in {-1, 1}
     WHERE NOT exists(messages, m -> m.msg <=> resp)
 ),
 enabled AS (

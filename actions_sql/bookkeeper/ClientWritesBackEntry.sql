@@ -3,7 +3,7 @@
 WITH choices AS (
     SELECT f.*, cl.ci, cl.cid, f.clients[cl.ci] AS c
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Clients) AS (ci, cid)) AS cl       -- \E cid \in Clients
+    LATERAL VIEW posexplode(system.session.Clients) cl AS ci, cid       -- \E cid \in Clients
 ),
 
 ops AS (

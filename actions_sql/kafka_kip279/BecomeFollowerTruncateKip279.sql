@@ -12,9 +12,9 @@ WITH requests AS (
 choices AS (
     SELECT rq.*, l.li, l.leader, r.ri, r.replica, d.d
     FROM requests AS rq
-    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l        -- \E leader, replica \in Replicas
-    CROSS JOIN (SELECT posexplode(Replicas) AS (ri, replica)) AS r
-    CROSS JOIN (SELECT explode(array(0, 1)) AS d) AS d                   --   \/ disjunct 0 \/ disjunct 1
+    LATERAL VIEW posexplode(Replicas) l AS li, leader        -- \E leader, replica \in Replicas
+    LATERAL VIEW posexplode(Replicas) r AS ri, replica
+    LATERAL VIEW explode(array(0, 1)) d AS d                   --   \/ disjunct 0 \/ disjunct 1
 ),
 
 truncation AS (

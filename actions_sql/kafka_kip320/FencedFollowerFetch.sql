@@ -4,8 +4,8 @@
 WITH choices AS (
     SELECT f.*, fo.fi, fo.follower, l.li, l.leader
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Replicas) AS (fi, follower)) AS fo     -- \E follower, leader \in Replicas
-    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l
+    LATERAL VIEW posexplode(Replicas) fo AS fi, follower     -- \E follower, leader \in Replicas
+    LATERAL VIEW posexplode(Replicas) l AS li, leader
 ),
 
 enabled AS (

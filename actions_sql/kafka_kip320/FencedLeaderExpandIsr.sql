@@ -5,8 +5,8 @@
 WITH choices AS (
     SELECT f.*, l.li, l.leader, r.ri, r.follower
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l        -- \E leader \in Replicas
-    CROSS JOIN (SELECT posexplode(Replicas) AS (ri, follower)) AS r      -- \E follower \in Replicas \ isr
+    LATERAL VIEW posexplode(Replicas) l AS li, leader        -- \E leader \in Replicas
+    LATERAL VIEW posexplode(Replicas) r AS ri, follower      -- \E follower \in Replicas \ isr
 ),
 
 enabled AS (

@@ -10,8 +10,8 @@ WITH requests AS (
 choices AS (
     SELECT rq.*, l.li, l.leader, r.ri, r.replica
     FROM requests AS rq
-    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l        -- \E leader, replica \in Replicas,
-    CROSS JOIN (SELECT posexplode(Replicas) AS (ri, replica)) AS r       --    leaderAndIsrRequest \in leaderAndIsrRequests
+    LATERAL VIEW posexplode(Replicas) l AS li, leader        -- \E leader, replica \in Replicas,
+    LATERAL VIEW posexplode(Replicas) r AS ri, replica       --    leaderAndIsrRequest \in leaderAndIsrRequests
 ),
 
 enabled AS (

@@ -5,8 +5,8 @@
 WITH choices AS (
     SELECT f.*, l.li, l.leader, fo.fi, fo.follower
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l        -- \E leader, follower \in Replicas
-    CROSS JOIN (SELECT posexplode(Replicas) AS (fi, follower)) AS fo
+    LATERAL VIEW posexplode(Replicas) l AS li, leader        -- \E leader, follower \in Replicas
+    LATERAL VIEW posexplode(Replicas) fo AS fi, follower
 ),
 
 truncation AS (

@@ -4,7 +4,7 @@
 WITH choices AS (
     SELECT f.*, l.li, l.leader
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l        -- \E offset \in Offsets, leader \in Replicas
+    LATERAL VIEW posexplode(Replicas) l AS li, leader        -- \E offset \in Offsets, leader \in Replicas
 ),
 
 enabled AS (

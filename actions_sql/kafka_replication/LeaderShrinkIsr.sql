@@ -4,8 +4,8 @@
 WITH choices AS (
     SELECT f.*, l.li, l.leader, r.ri, r.replica
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l        -- \E leader \in Replicas
-    CROSS JOIN (SELECT posexplode(Replicas) AS (ri, replica)) AS r       -- \E replica \in isr \ {leader}
+    LATERAL VIEW posexplode(Replicas) l AS li, leader        -- \E leader \in Replicas
+    LATERAL VIEW posexplode(Replicas) r AS ri, replica       -- \E replica \in isr \ {leader}
 ),
 
 enabled AS (

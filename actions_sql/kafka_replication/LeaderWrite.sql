@@ -4,7 +4,7 @@
 WITH choices AS (
     SELECT f.*, r.ri, r.replica
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Replicas) AS (ri, replica)) AS r       -- \E replica \in Replicas
+    LATERAL VIEW posexplode(Replicas) r AS ri, replica       -- \E replica \in Replicas
 ),
 
 enabled AS (

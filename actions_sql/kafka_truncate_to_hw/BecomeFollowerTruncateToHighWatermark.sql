@@ -11,8 +11,8 @@ WITH requests AS (
 choices AS (
     SELECT rq.*, l.li, l.leader, r.ri, r.replica
     FROM requests AS rq
-    CROSS JOIN (SELECT posexplode(Replicas) AS (li, leader)) AS l        -- \E leader, replica \in Replicas
-    CROSS JOIN (SELECT posexplode(Replicas) AS (ri, replica)) AS r       --   then \E leaderAndIsrRequest
+    LATERAL VIEW posexplode(Replicas) l AS li, leader        -- \E leader, replica \in Replicas
+    LATERAL VIEW posexplode(Replicas) r AS ri, replica       --   then \E leaderAndIsrRequest
 ),
 
 truncation AS (

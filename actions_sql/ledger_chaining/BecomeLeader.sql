@@ -3,7 +3,7 @@
 WITH choices AS (
     SELECT f.*, cl.ci, cl.c
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Clients) AS (ci, c)) AS cl          -- \E c \in Clients
+    LATERAL VIEW posexplode(Clients) cl AS ci, c          -- \E c \in Clients
 ),
 
 enabled AS (

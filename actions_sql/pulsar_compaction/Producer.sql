@@ -3,8 +3,8 @@
 WITH choices AS (
     SELECT f.*, k.ki, k.key, v.vi, v.value
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(array_sort(array_union(array(0), KeySpace))) AS (ki, key)) AS k
-    CROSS JOIN (SELECT posexplode(array_sort(array_union(array(0), ValueSpace))) AS (vi, value)) AS v
+    LATERAL VIEW posexplode(array_sort(array_union(array(0), KeySpace))) k AS ki, key
+    LATERAL VIEW posexplode(array_sort(array_union(array(0), ValueSpace))) v AS vi, value
 ),
 
 enabled AS (

@@ -6,7 +6,7 @@ WITH choices AS (
         try_element_at(try_element_at(f.st, w.n + 1), f.cseg + 1)  AS sst,
         try_element_at(try_element_at(f.ent, w.n + 1), f.cseg + 1) AS sent
     FROM frontier AS f
-    CROSS JOIN (SELECT explode(sequence(0, NumNodes - 1)) AS n) AS w
+    LATERAL VIEW explode(sequence(0, NumNodes - 1)) w AS n
     WHERE f.cpc = 'Consume'
 ),
 

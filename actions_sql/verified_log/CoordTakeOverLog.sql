@@ -5,7 +5,7 @@
 WITH choices AS (
     SELECT f.*, w.i, size(f.logs) AS L
     FROM frontier AS f
-    CROSS JOIN (SELECT explode(sequence(0, NumProducers - 1)) AS i) AS w
+    LATERAL VIEW explode(sequence(0, NumProducers - 1)) w AS i
 ),
 
 enabled AS (

@@ -3,7 +3,7 @@
 WITH choices AS (
     SELECT f.*, w.n
     FROM frontier AS f
-    CROSS JOIN (SELECT explode(sequence(0, NumNodes - 1)) AS n) AS w
+    LATERAL VIEW explode(sequence(0, NumNodes - 1)) w AS n
 ),
 
 enabled AS (

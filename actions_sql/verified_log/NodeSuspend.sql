@@ -4,7 +4,7 @@
 WITH choices AS (
     SELECT f.*, w.n, f.takeover.tseg AS s, f.takeover.tprod AS p
     FROM frontier AS f
-    CROSS JOIN (SELECT explode(sequence(0, NumNodes - 1)) AS n) AS w
+    LATERAL VIEW explode(sequence(0, NumNodes - 1)) w AS n
 ),
 
 enabled AS (

@@ -3,7 +3,7 @@
 WITH choices AS (
     SELECT f.*, w.i
     FROM frontier AS f
-    CROSS JOIN (SELECT explode(filter(sequence(0, NumProducers - 1), x -> x >= 1)) AS i) AS w
+    LATERAL VIEW explode(filter(sequence(0, NumProducers - 1), x -> x >= 1)) w AS i
 ),
 
 enabled AS (

@@ -2,7 +2,7 @@
 WITH choices AS (
     SELECT f.*, st.si, st.s
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Steps) AS (si, s)) AS st
+    LATERAL VIEW posexplode(Steps) st AS si, s
 ),
 enabled AS (
     SELECT * FROM choices WHERE x + s <= Max

@@ -2,7 +2,7 @@
 WITH choices AS (
     SELECT f.*, pr.pi, pr.p
     FROM frontier AS f
-    CROSS JOIN (SELECT posexplode(Procs) AS (pi, p)) AS pr
+    LATERAL VIEW posexplode(Procs) pr AS pi, p
 ),
 enabled AS (
     SELECT * FROM choices WHERE cnt[pi] < Max
