@@ -3,7 +3,7 @@
 WITH msgs AS (
     SELECT f.*, mm.mi, mm.m.msg AS msg, mm.m.count AS cnt
     FROM frontier AS f
-    LATERAL VIEW posexplode(f.messages) mm AS mi, m                     -- \E msg \in DOMAIN messages
+    LATERAL VIEW posexplode(filter(f.messages, m -> m.msg.type = 'ReadRequestMessage' AND m.count >= 1)) mm AS mi, m  -- \E msg \in DOMAIN messages (the deliverable ones of its type)
 ),
 
 enabled_pre AS (

@@ -9,7 +9,7 @@ WITH choices AS (
 msgs AS (
     SELECT f.*, mm.mi, mm.m.msg AS msg, mm.m.count AS cnt
     FROM choices AS f
-    LATERAL VIEW posexplode(f.messages) mm AS mi, m                     -- \E msg \in DOMAIN messages
+    LATERAL VIEW posexplode(filter(f.messages, m -> m.msg.type = 'AddEntryResponseMessage' AND m.count >= 1 AND m.msg.cid = cid)) mm AS mi, m  -- \E msg \in DOMAIN messages (the deliverable ones of its type)
 ),
 enabled AS (
     SELECT *, ci * 256 + mi AS _choice
