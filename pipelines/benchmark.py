@@ -1,6 +1,7 @@
 """Benchmark model checks: wall time, Spark start-up, throughput, per-level fixed cost, memory, bytes.
 
     python pipelines/benchmark.py [CASE ...] [--master local[2]] [--small 1000] [--no-record]
+                                  [--models DIR] [--run-dir DIR] [--sample 5]
 
 A CASE is ``MODEL[:CONFIG][+CONST=VALUE...]``, for example ``ledger_chaining`` (its default
 configuration) or ``ledger_chaining+Clients=c1,c2+LedgerLimit=3``. Every case runs fresh, in a
@@ -14,8 +15,17 @@ workers: a figure that stays meaningful when the machine is shared, unlike wall 
 resident memory of the JVM driver and of the Python driver, and the bytes the run wrote. The load
 average at the start and end is printed too: other processes on the machine inflate wall times.
 
+While a case runs, a thread samples memory every ``--sample`` seconds: the JVM's resident set and
+heap in use, and the Python driver's resident set. The run is cut into tenths by time, and each
+tenth prints the states stored by its end, the least heap in use (what survived the collections:
+the live set) and the most, and the resident sets. Driver memory that stays flat while the stored
+states grow is what a state space larger than memory needs.
+
 The figures are appended to the Delta table ``<warehouse>/_benchmarks`` (``--warehouse``,
-default ``<checkout>/warehouse``) so runs can be compared over time.
+default ``<checkout>/warehouse``) so runs can be compared over time; the memory samples go to
+``<warehouse>/_benchmark_memory``. ``--models DIR`` takes the models from another folder (the
+engine's test models: ``--models tests/models``); ``--run-dir DIR`` keeps the run's tables there
+instead of in a temporary folder.
 """
 from __future__ import annotations
 
@@ -26,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -77,6 +88,61 @@ def peak_rss_bytes(pid: int) -> int:
     return 0
 
 
+def rss_bytes(pid: int) -> int:
+    """The process's resident set now (VmRSS)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class MemorySampler(threading.Thread):
+    """Samples the JVM's heap in use and resident set, and the Python driver's, every ``every`` s."""
+
+    def __init__(self, spark, jvm_pid: int, every: float):
+        super().__init__(daemon=True)
+        self.bean = spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
+        self.jvm_pid, self.every = jvm_pid, every
+        self.samples: list[dict] = []
+        self.halt = threading.Event()
+        self.t0 = time.time()
+
+    def sample(self) -> None:
+        self.samples.append({"t_s": time.time() - self.t0, "heap_used": int(self.bean.getHeapMemoryUsage().getUsed()),
+                             "jvm_rss": rss_bytes(self.jvm_pid), "py_rss": rss_bytes(os.getpid())})
+
+    def run(self) -> None:
+        while not self.halt.wait(self.every):
+            self.sample()
+
+    def stop(self) -> list[dict]:
+        self.halt.set()
+        self.join()
+        self.sample()
+        return self.samples
+
+
+def memory_tenths(samples: list[dict], levels: list[dict], t0: float, search_s: float) -> list[dict]:
+    """The samples cut into tenths of the search (``t0`` its start, seconds since the epoch), each
+    with the states stored when it ended (the levels committed by then)."""
+    import calendar
+    committed = [(calendar.timegm(time.strptime(lv["committed_at"], "%Y-%m-%dT%H:%M:%SZ")), lv["distinct_total"])
+                 for lv in levels]
+    out = []
+    for k in range(10):
+        lo, hi = search_s * k / 10, search_s * (k + 1) / 10
+        part = ([s for s in samples if lo <= s["t_s"] < hi]
+                or [min(samples, key=lambda s: abs(s["t_s"] - hi))])
+        out.append({"tenth": k + 1, "until_s": hi,
+                    "stored": max([n for at, n in committed if at <= t0 + hi + 1] or [0]),
+                    "heap_min": min(s["heap_used"] for s in part), "heap_max": max(s["heap_used"] for s in part),
+                    "jvm_rss": max(s["jvm_rss"] for s in part), "py_rss": max(s["py_rss"] for s in part)})
+    return out
+
+
 def dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
@@ -95,19 +161,27 @@ def git_commit() -> str:
         return ""
 
 
-def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None) -> dict:
+def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None,
+             models: Path | None = None, run_dir: Path | None = None, sample_every: float = 5.0) -> dict:
     model_name, config, sets = parse_case(case)
-    spec = resolve_run(load_model(model_name), config, sets, None, deadlock)
+    spec = resolve_run(load_model(model_name, models), config, sets, None, deadlock)
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
     load0 = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="sse-bench-") as wh:
+    with tempfile.TemporaryDirectory(prefix="sse-bench-") as tmp:
+        wh = Path(run_dir) if run_dir else Path(tmp)
+        sampler = MemorySampler(spark, jvm_pid, sample_every)
         c0, t0 = cpu_seconds(), time.time()
-        out = check(spec, Path(wh), spark=spark, fresh=True)
+        sampler.t0 = t0
+        sampler.start()
+        try:
+            out = check(spec, wh, spark=spark, fresh=True)
+        finally:
+            samples = sampler.stop()
         search = time.time() - t0
         cpu = cpu_seconds() - c0
         from deltalake import DeltaTable
         levels = DeltaTable(out.tables["levels"]).to_pyarrow_table().to_pylist()
-        written = dir_bytes(Path(wh))
+        written = dir_bytes(wh / spec.model.name / spec.run_id)
     small_levels = [r["seconds"] for r in levels if r["generated"] < small] or [float("nan")]
     every = [r["seconds"] for r in levels] or [float("nan")]
     return {
@@ -122,6 +196,8 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "level_median_s": statistics.median(every),
         "jvm_peak_rss": peak_rss_bytes(jvm_pid), "py_peak_rss": peak_rss_bytes(os.getpid()),
         "bytes_written": written, "load_start": load0, "load_end": os.getloadavg()[0],
+        "heap_live_max": max(s["heap_used"] for s in samples),
+        "memory": memory_tenths(samples, levels, t0, search), "samples": samples,
     }
 
 
@@ -138,6 +214,11 @@ def show(r: dict, small: int) -> None:
           f"median level {r['level_median_s']:.3f} s")
     print(f"peak memory        JVM driver {r['jvm_peak_rss'] / mib:,.0f} MiB, Python driver {r['py_peak_rss'] / mib:,.0f} MiB")
     print(f"bytes written      {r['bytes_written'] / mib:,.1f} MiB")
+    print("memory by tenth    until s   states stored   heap min..max MiB   JVM RSS MiB   Python RSS MiB")
+    for m in r["memory"]:
+        print(f"  {m['tenth']:>2}              {m['until_s']:>7.0f}   {m['stored']:>13,}   "
+              f"{m['heap_min'] / mib:>7,.0f}..{m['heap_max'] / mib:<7,.0f}   {m['jvm_rss'] / mib:>11,.0f}   "
+              f"{m['py_rss'] / mib:>14,.0f}")
     print(f"load average       {r['load_start']:.1f} at start, {r['load_end']:.1f} at end "
           f"({os.cpu_count()} cores; above that, wall times are inflated by other processes)")
     print(flush=True)
@@ -166,6 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warehouse", type=Path, default=ROOT / "warehouse",
                    help="where the _benchmarks Delta table is appended to")
     p.add_argument("--no-record", action="store_true", help="print only; do not append to _benchmarks")
+    p.add_argument("--models", type=Path, default=None,
+                   help="folder with schemas/ and actions_sql/ (default: this checkout); tests/models has "
+                        "the engine's test models")
+    p.add_argument("--run-dir", type=Path, default=None,
+                   help="keep the run's tables in this folder (default: a temporary folder, removed)")
+    p.add_argument("--sample", type=float, default=5.0, help="seconds between memory samples")
     args = p.parse_args(argv)
 
     t0 = time.time()
@@ -174,11 +261,18 @@ def main(argv: list[str] | None = None) -> int:
     master = spark.sparkContext.master
     rows = []
     for case in args.cases:
-        r = run_case(spark, case, startup, args.small, False if args.no_deadlock else None)
+        r = run_case(spark, case, startup, args.small, False if args.no_deadlock else None,
+                     args.models, args.run_dir, args.sample)
         show(r, args.small)
         rows.append(r)
     if not args.no_record:
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        memory = [{"case": r["case"], "run_at": at, **s} for r in rows for s in r.pop("samples")]
+        for r in rows:
+            r.pop("memory")
         print(f"recorded in        {record(rows, args.warehouse, master)}")
+        if memory:
+            print(f"memory samples in  {record(memory, args.warehouse, master, table='benchmark_memory')}")
     return 0
 
 

@@ -55,3 +55,18 @@ def test_a_level_compiles_its_generated_code_once_per_run():
     assert first > 8 and second == 0
     first, second = _profile({"SSE_CODEGEN_CACHE": "8"})
     assert first > 8 and second >= first // 2
+
+
+def test_memory_is_reported_by_tenth_of_the_search_with_the_states_stored_by_then():
+    import time
+    t0 = 1_700_000_000.0
+    samples = [{"t_s": float(t), "heap_used": 100 + t, "jvm_rss": 1000 + t, "py_rss": 50} for t in range(100)]
+    stamp = lambda s: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 + s))  # noqa: E731
+    levels = [{"depth": 1, "distinct_total": 1, "committed_at": stamp(5)},
+              {"depth": 2, "distinct_total": 7, "committed_at": stamp(45)},
+              {"depth": 3, "distinct_total": 20, "committed_at": stamp(95)}]
+    tenths = bench.memory_tenths(samples, levels, t0, 100.0)
+    assert [m["tenth"] for m in tenths] == list(range(1, 11))
+    assert [m["stored"] for m in tenths] == [1, 1, 1, 1, 7, 7, 7, 7, 7, 20]
+    assert (tenths[0]["heap_min"], tenths[0]["heap_max"], tenths[0]["jvm_rss"]) == (100, 109, 1009)
+    assert (tenths[9]["heap_min"], tenths[9]["heap_max"]) == (190, 199)
