@@ -3,7 +3,8 @@
 WITH choices AS (
     SELECT f.*, mi, x
     FROM frontier AS f
-    LATERAL VIEW posexplode(f.messages) AS mi, x                   -- \E msg \in DOMAIN messages
+    LATERAL VIEW posexplode(filter(f.messages, m -> m.msg.type = 'AddEntryResponseMessage' AND m.count >= 1)) AS mi, x
+    -- \E msg \in DOMAIN messages (the deliverable ones of its type, in the bag's order)
 ),
 
 enabled AS (
