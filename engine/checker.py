@@ -6,6 +6,7 @@ first in TLC's order) -> anti-join the states table -> check invariants (GX) -> 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -13,10 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
+from . import arrow_level
 from .assume import check_assumptions
 from .expand import CompiledModel, compile_model
 from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
@@ -31,6 +38,16 @@ from .trace import build_trace, trace_table_rows, trace_arrow_schema
 
 __all__ = ["Outcome", "check"]
 
+# A level whose successors are expected to take at most this many bytes as Arrow (its frontier times
+# the largest fan-out met so far, times the size of a successor row met last) is collected to the
+# driver after the actions' Spark job and finished there (engine.arrow_level). Above it, the level's
+# successors stay in Spark: de-duplicated, anti-joined and written by Spark jobs.
+ARROW_LEVEL_BYTES = int(os.environ.get("SSE_ARROW_LEVEL_BYTES", str(256 << 20)))
+# Initial states are collected to the driver when there are at most this many.
+ARROW_INIT = 100_000
+# A small level's frontier above this many bytes (as Arrow) is checkpointed in Spark rather than
+# shipped inside each action's tasks.
+LOCAL_FRONTIER_BYTES = 1 << 20
 # Below this many successors a level is ordered in one partition (no range-partitioning job).
 SMALL_LEVEL = 2_000_000
 # Up to this many frontier states, a level's successors are computed in one task per core.
@@ -91,7 +108,6 @@ class _Timer:
     """Per-stage wall time of each level, printed to stderr when SSE_PROFILE is set."""
 
     def __init__(self) -> None:
-        import os
         self.on = bool(os.environ.get("SSE_PROFILE"))
         self.last = time.time()
         self.parts: list[str] = []
@@ -140,6 +156,14 @@ class _Search:
         self.index = seen_index.SeenIndex(spark, max(self.base_partitions, spark.sparkContext.defaultParallelism))
         # terminal finding -> {"count", "state"}, over the levels this process expanded
         self.terminal: dict[str, dict[str, Any]] = {}
+        # The largest successors-per-state ratio met so far and the bytes of a successor row as Arrow:
+        # they predict whether a level's successors fit on the driver.
+        self.fanout: float | None = None
+        self.row_bytes: float | None = None
+        # The seen states' fingerprints on the driver, for small levels (below INDEX_FROM seen states).
+        self.seen_fps: arrow_level.SeenFingerprints | None = None
+        # (depth, stored states) of the last level finished on the driver: the next level's frontier.
+        self.held: tuple[int, pa.Table] | None = None
 
     # ---- stages ---------------------------------------------------------------------------
     @staticmethod
@@ -210,9 +234,11 @@ class _Search:
     def first_violation(self, cand: DataFrame, failed: list[str]) -> tuple[dict, str]:
         cond = " OR ".join(f"NOT `{InvariantSuite.column(n)}`" for n in failed)
         row = cand.where(cond).orderBy("_ord").limit(1).collect()[0].asDict(recursive=True)
+        return row, self._first_failed(row)
+
+    def _first_failed(self, row: dict) -> str:
         # TLC evaluates a state's invariants in the configuration's order and names the first that fails.
-        name = next(n for n in self.spec.invariants if row.get(InvariantSuite.column(n)) is False)
-        return row, name
+        return next(n for n in self.spec.invariants if row.get(InvariantSuite.column(n)) is False)
 
     # ---- the loop -------------------------------------------------------------------------
     def run(self, resume_from: int, totals: tuple[int, int]) -> dict[str, Any]:
@@ -220,14 +246,21 @@ class _Search:
         depth = resume_from
         if depth == 0:
             t0 = time.time()
-            init = self.cm.init(self.spark)
-            fps = self.fingerprint(init).selectExpr(
+            init = self.fingerprint(self.cm.init(self.spark)).selectExpr(
                 "*", "CAST(NULL AS BIGINT) AS _parent_fp", "CAST(NULL AS BIGINT) AS _parent_fp2",
-                "CAST(NULL AS BIGINT) AS _parent_ord").localCheckpoint(eager=True)
-            n_gen = fps.count()
-            cand = self.candidates(self.first_per_state(fps), 1, n_gen, anti_join=False)
-            finding = self._finish_level(cand, 1, n_gen, distinct_total, generated_total, t0, deadlocked=None,
-                                         per_action={"Init": n_gen})
+                "CAST(NULL AS BIGINT) AS _parent_ord")
+            small = self._annotate(init).limit(ARROW_INIT + 1).toArrow()
+            if small.num_rows <= ARROW_INIT:
+                n_gen = small.num_rows
+                self.row_bytes = small.nbytes / max(n_gen, 1)
+                finding = self._finish_arrow_level(arrow_level.first_per_state(small), 1, n_gen, distinct_total,
+                                                   generated_total, t0, None, {"Init": n_gen})
+            else:
+                fps = init.localCheckpoint(eager=True)
+                n_gen = fps.count()
+                cand = self.candidates(self.first_per_state(fps), 1, n_gen, anti_join=False)
+                finding = self._finish_level(cand, 1, n_gen, distinct_total, generated_total, t0,
+                                             deadlocked=None, per_action={"Init": n_gen})
             self._release()
             if finding:
                 return finding
@@ -239,57 +272,10 @@ class _Search:
             n_frontier = self._frontier_size(depth)
             if n_frontier == 0:
                 return {"result": "ok", "depth": depth, "distinct": distinct_total, "generated": generated_total}
-            frontier = (self.read_level(depth)
-                        .selectExpr(*[f"`{v}`" for v in self.vars],
-                                    "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent",
-                                    "_ord", "_fp", "_fp2")
-                        .localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK))
-            self.timer.mark("frontier")
-            # localCheckpoint materializes the level once and gives later jobs a one-node plan:
-            # re-planning the union of every action for each job cost about a second a level.
-            successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
-            if n_frontier <= SMALL_FRONTIER:
-                # The union has a partition per action and frontier file; each task deserializes the
-                # whole plan. A small level gets one task per core (verified_log's one-state level
-                # took 61 tasks in all, now 10).
-                successors = successors.coalesce(self.spark.sparkContext.defaultParallelism)
-            succ = self.fingerprint(successors, as_generated=self.dedupe_raw_first).localCheckpoint(eager=True)
-            # A terminal finding looks at states whose only successors (if any) are themselves.
-            moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
-            # One job counts the successors, per action too (TLC's coverage), and the parents that
-            # have one (deadlock) or one that moves (terminal findings), where those are asked for.
-            names = self.cm.action_names
-            aggs = [F.count(F.lit(1)).alias("n")]
-            aggs += [F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}") for i, a in enumerate(names)]
-            if self.spec.deadlock:
-                aggs.append(F.count_distinct("_parent_ord").alias("p"))
-            if self.cm.terminal_exprs:
-                aggs.append(F.count_distinct(F.when(moving, F.col("_parent_ord"))).alias("m"))
-            agg = succ.agg(*aggs).collect()[0].asDict()
-            n_gen = int(agg["n"])
-            self.spark.conf.set("spark.sql.shuffle.partitions",
-                                str(max(self.base_partitions, -(-n_gen // ROWS_PER_PARTITION))))
-            n_parents = int(agg.get("p", n_frontier))
-            n_moving = int(agg.get("m", n_frontier))
-            per_action = {a: int(agg[f"a{i}"]) for i, a in enumerate(names)}
-            self.timer.mark("expand")
-            if self.cm.terminal_exprs and n_moving < n_frontier:
-                movers = succ.where(moving).select(F.col("_parent_ord").alias("_ord")).distinct()
-                self._terminal_findings(frontier.join(movers, on="_ord", how="left_anti"), depth)
-            deadlocked = None
-            if self.spec.deadlock and n_parents < n_frontier:
-                enabled = succ.select(F.col("_parent_ord").alias("_ord")).distinct()
-                first = (frontier.join(enabled, on="_ord", how="left_anti")
-                         .orderBy("_ord").limit(1).select("_fp", "_fp2").collect()[0])
-                deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
-            firsts = self.first_per_state(succ)
-            if self.dedupe_raw_first:
-                firsts = self.canonical(firsts)
-            cand = self.candidates(firsts, depth + 1, n_gen, anti_join=True, n_seen=distinct_total)
-            self.timer.mark("plan")
-            finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
-                                         per_action)
-            frontier.unpersist()
+            if self._on_driver(depth, n_frontier):
+                finding = self._arrow_level(depth, n_frontier, distinct_total, generated_total, t0)
+            else:
+                finding = self._spark_level(depth, n_frontier, distinct_total, generated_total, t0)
             self._release()
             if finding:
                 return finding
@@ -297,6 +283,151 @@ class _Search:
             if self._last_new == 0:
                 return {"result": "ok", "depth": depth, "distinct": distinct_total, "generated": generated_total}
             depth += 1
+
+    def _frontier(self, depth: int) -> DataFrame:
+        """The level's stored states as the actions' ``frontier``: the variables, ``_parent`` (the
+        identity successors carry), and the row's own ``_ord``, ``_fp``, ``_fp2``."""
+        return (self.read_level(depth)
+                .selectExpr(*[f"`{v}`" for v in self.vars],
+                            "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent",
+                            "_ord", "_fp", "_fp2"))
+
+    def _annotate(self, df: DataFrame) -> DataFrame:
+        """``df`` with the state constraint (``_in_model``) and every invariant evaluated."""
+        return self.suite.with_columns(df.withColumn("_in_model", F.expr(self.in_model_expr)))
+
+    def _spark_level(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int,
+                     t0: float) -> dict | None:
+        """A level whose successors stay in Spark, from the actions to the written Parquet files."""
+        # localCheckpoint materializes the level once and gives later jobs a one-node plan:
+        # re-planning the union of every action for each job cost about a second a level.
+        frontier = self._frontier(depth).localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        self.timer.mark("frontier")
+        successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
+        if n_frontier <= SMALL_FRONTIER:
+            # The union has a partition per action and frontier file; each task deserializes the
+            # whole plan. A small level gets one task per core (verified_log's one-state level
+            # took 61 tasks in all, now 10).
+            successors = successors.coalesce(self.spark.sparkContext.defaultParallelism)
+        succ = self.fingerprint(successors, as_generated=self.dedupe_raw_first).localCheckpoint(eager=True)
+        # A terminal finding looks at states whose only successors (if any) are themselves.
+        moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
+        # One job counts the successors, per action too (TLC's coverage), and the parents that
+        # have one (deadlock) or one that moves (terminal findings), where those are asked for.
+        names = self.cm.action_names
+        aggs = [F.count(F.lit(1)).alias("n")]
+        aggs += [F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}") for i, a in enumerate(names)]
+        if self.spec.deadlock:
+            aggs.append(F.count_distinct("_parent_ord").alias("p"))
+        if self.cm.terminal_exprs:
+            aggs.append(F.count_distinct(F.when(moving, F.col("_parent_ord"))).alias("m"))
+        agg = succ.agg(*aggs).collect()[0].asDict()
+        n_gen = int(agg["n"])
+        self._measure_fanout(n_gen, n_frontier)
+        self.spark.conf.set("spark.sql.shuffle.partitions",
+                            str(max(self.base_partitions, -(-n_gen // ROWS_PER_PARTITION))))
+        n_parents = int(agg.get("p", n_frontier))
+        n_moving = int(agg.get("m", n_frontier))
+        per_action = {a: int(agg[f"a{i}"]) for i, a in enumerate(names)}
+        self.timer.mark("expand")
+        if self.cm.terminal_exprs and n_moving < n_frontier:
+            movers = succ.where(moving).select(F.col("_parent_ord").alias("_ord")).distinct()
+            self._terminal_findings(frontier.join(movers, on="_ord", how="left_anti"), depth)
+        deadlocked = None
+        if self.spec.deadlock and n_parents < n_frontier:
+            enabled = succ.select(F.col("_parent_ord").alias("_ord")).distinct()
+            first = (frontier.join(enabled, on="_ord", how="left_anti")
+                     .orderBy("_ord").limit(1).select("_fp", "_fp2").collect()[0])
+            deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
+        firsts = self.first_per_state(succ)
+        if self.dedupe_raw_first:
+            firsts = self.canonical(firsts)
+        cand = self.candidates(firsts, depth + 1, n_gen, anti_join=True, n_seen=distinct_total)
+        self.timer.mark("plan")
+        finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
+                                     per_action)
+        frontier.unpersist()
+        return finding
+
+    def _arrow_level(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int,
+                     t0: float) -> dict | None:
+        """A small level: the actions, fingerprints, constraint and invariants in one Spark job whose
+        result is collected as Arrow; the rest on the driver (engine.arrow_level)."""
+        frontier = self._arrow_frontier(depth)
+        self.timer.mark("frontier")
+        successors = (self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
+                      .coalesce(self.spark.sparkContext.defaultParallelism))
+        succ = self._annotate(self.fingerprint(successors)).toArrow()
+        n_gen = succ.num_rows
+        if n_gen:
+            self.row_bytes = succ.nbytes / n_gen
+        self._measure_fanout(n_gen, n_frontier)
+        counts = {r["values"]: r["counts"] for r in pc.value_counts(succ["_action"]).to_pylist()}
+        per_action = {a: int(counts.get(a, 0)) for a in self.cm.action_names}
+        self.timer.mark("expand")
+        ids = None
+        if self.cm.terminal_exprs:
+            moving = pc.or_(pc.not_equal(succ["_fp"], succ["_parent_fp"]), pc.not_equal(succ["_fp2"], succ["_parent_fp2"]))
+            movers = pc.unique(succ.filter(moving)["_parent_ord"])
+            if len(movers) < n_frontier:
+                ids = self._level_table(depth, ["_ord", "_fp", "_fp2"])
+                still = ids.filter(pc.invert(pc.is_in(ids["_ord"], value_set=movers))).select(["_ord"])
+                self._terminal_findings(frontier.join(self.spark.createDataFrame(still), on="_ord", how="left_semi"),
+                                        depth)
+        deadlocked = None
+        if self.spec.deadlock:
+            enabled = pc.unique(succ["_parent_ord"])
+            if len(enabled) < n_frontier:
+                ids = ids if ids is not None else self._level_table(depth, ["_ord", "_fp", "_fp2"])
+                stuck = ids.filter(pc.invert(pc.is_in(ids["_ord"], value_set=enabled)))
+                first = stuck.take(pc.sort_indices(stuck["_ord"])).slice(0, 1).to_pylist()[0]
+                deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
+        new = self._unseen_arrow(arrow_level.first_per_state(succ), depth, distinct_total)
+        self.timer.mark("plan")
+        return self._finish_arrow_level(new, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
+                                        per_action)
+
+    def _level_table(self, depth: int, columns: list[str]) -> pa.Table:
+        """Columns of the level's stored states as Arrow: held from the level before when it was small."""
+        if self.held is not None and self.held[0] == depth:
+            return self.held[1].select(columns)
+        return pads.dataset(self.store.level_files(depth), format="parquet",
+                            schema=self.store.arrow_schema).to_table(columns=columns)
+
+    def _arrow_frontier(self, depth: int) -> DataFrame:
+        """``_frontier`` from the driver's copy of the level: no Parquet scan in each action's branch."""
+        cols = [*self.vars, "_ord", "_fp", "_fp2"]
+        table = self._level_table(depth, cols)
+        schema = StructType([self.store.spark_schema[c] for c in cols])
+        df = self.spark.createDataFrame(table, schema=schema)
+        if table.nbytes > LOCAL_FRONTIER_BYTES:
+            # Spark ships a driver table inside every task that scans it: once per action. Above
+            # this size the level is materialized in the executors once.
+            df = df.localCheckpoint(eager=True)
+        return df.selectExpr(*[f"`{v}`" for v in self.vars],
+                             "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent", "_ord", "_fp", "_fp2")
+
+    def _on_driver(self, depth: int, n_frontier: int) -> bool:
+        """Whether the level's successors are expected to fit on the driver (ARROW_LEVEL_BYTES)."""
+        fanout = self.fanout if self.fanout is not None else len(self.cm.action_names)
+        return n_frontier * fanout * (self.row_bytes or 1024) <= ARROW_LEVEL_BYTES
+
+    def _measure_fanout(self, n_gen: int, n_frontier: int) -> None:
+        ratio = n_gen / max(n_frontier, 1)
+        self.fanout = ratio if self.fanout is None else max(self.fanout, ratio)
+
+    def _unseen_arrow(self, states: pa.Table, depth: int, n_seen: int) -> pa.Table:
+        """``states`` without those stored through ``depth`` (``n_seen`` of them)."""
+        if n_seen < seen_index.INDEX_FROM:
+            if self.seen_fps is None:
+                self.seen_fps = arrow_level.SeenFingerprints.from_files(self.store.all_files(depth),
+                                                                        self.store.arrow_schema)
+            return self.seen_fps.unseen(states)
+        self.seen_fps = None  # past INDEX_FROM the seen states stay in Spark (the driver's memory stays flat)
+        probe = self.spark.createDataFrame(pa.table({"_fp": states["_fp"], "_fp2": states["_fp2"],
+                                                     "_i": arrow_level.positions(states.num_rows)}))
+        kept = self.unseen(probe, depth, n_seen).select("_i").toArrow()
+        return states.take(np.sort(kept.column("_i").to_numpy()))
 
     def _terminal_findings(self, terminal: DataFrame, depth: int) -> None:
         # States without successor where a finding's expression holds: counted, the first one (in
@@ -335,30 +466,81 @@ class _Search:
         self.timer.mark("dedupe")
         report = self.suite.validate(cand)
         self.timer.mark("gx")
-        violation = None
-        if not report.success:
-            row, name = self.first_violation(cand, report.failed)
-            violation = (row, name)
-        if deadlocked is not None and (violation is None or deadlocked["_ord"] < violation[0]["_parent_ord"]):
+        violation = self.first_violation(cand, report.failed) if not report.success else None
+        if self._deadlock_first(deadlocked, violation):
             cand.unpersist()
-            return {"result": "deadlock", "depth": depth - 1, "state": deadlocked,
-                    "distinct": distinct_total, "generated": generated_total + n_gen}
+            return self._deadlock(deadlocked, depth, distinct_total, generated_total + n_gen)
         if n_new:
             self.write_level(cand, depth)
         self.timer.mark("write")
+        cand.unpersist()
+        return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, violation,
+                                  per_action, None)
+
+    def _finish_arrow_level(self, new: pa.Table, depth: int, n_gen: int, distinct_total: int,
+                            generated_total: int, t0: float, deadlocked: dict | None,
+                            per_action: dict[str, int]) -> dict | None:
+        """``_finish_level`` for a level held on the driver: ``new`` is its unseen states, one per
+        fingerprint, with their constraint and invariant columns."""
+        new = arrow_level.in_tlc_order(new)
+        new = (new.append_column("_depth", pa.array(np.full(new.num_rows, depth, dtype=np.int32)))
+               .append_column("_ord", arrow_level.positions(new.num_rows)))
+        in_model = new["_in_model"]
+        n_new = int(pc.sum(in_model).as_py() or 0)
+        n_out = int(pc.sum(pc.invert(in_model)).as_py() or 0)
+        self.timer.mark("dedupe")
+        report = self.suite.validate_arrow(new)
+        self.timer.mark("gx")
+        violation = None
+        if not report.success:
+            bad = None
+            for name in report.failed:
+                failing = pc.invert(new[InvariantSuite.column(name)])
+                bad = failing if bad is None else pc.or_(bad, failing)
+            row = new.filter(bad).slice(0, 1).to_pylist()[0]  # the first in _ord's order
+            violation = (row, self._first_failed(row))
+        if self._deadlock_first(deadlocked, violation):
+            return self._deadlock(deadlocked, depth, distinct_total, generated_total + n_gen)
+        stored = new.filter(in_model)
+        if n_new:
+            self.store.write_level(depth, stored)
+        self.timer.mark("write")
+        return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, violation,
+                                  per_action, stored)
+
+    @staticmethod
+    def _deadlock_first(deadlocked: dict | None, violation: tuple[dict, str] | None) -> bool:
+        # TLC meets the deadlocked parent before a violating successor of a later parent.
+        return deadlocked is not None and (violation is None or deadlocked["_ord"] < violation[0]["_parent_ord"])
+
+    @staticmethod
+    def _deadlock(state: dict, depth: int, distinct_total: int, generated: int) -> dict:
+        return {"result": "deadlock", "depth": depth - 1, "state": state, "distinct": distinct_total,
+                "generated": generated}
+
+    def _record_level(self, depth: int, n_gen: int, n_new: int, n_out: int, distinct_total: int,
+                      generated_total: int, t0: float, violation: tuple[dict, str] | None,
+                      per_action: dict[str, int], stored: pa.Table | None) -> dict | None:
+        """Commit the written level with its figures and let the seen states know of it."""
         fig = LevelFigures(depth, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
                            round(time.time() - t0, 3), finding=violation[1] if violation else None,
                            actions=per_action)
         if n_new or violation:
             self.store.commit_level(fig)
-        if n_new and self.index.fragments and not violation:
-            self.index.add(self.read_level(depth))
+        self.held = (depth, stored) if stored is not None and n_new and not violation else None
+        if n_new and not violation:
+            if self.index.fragments:
+                self.index.add(self.read_level(depth))
+            if self.seen_fps is not None:
+                if fig.distinct_total >= seen_index.INDEX_FROM:
+                    self.seen_fps = None
+                else:
+                    self.seen_fps.add(stored if stored is not None else self._level_table(depth, arrow_level.KEYS))
         self.timer.mark("commit")
         self.timer.flush(depth)
         self._figs.append(fig)
         self._totals = (fig.distinct_total, fig.generated_total)
         self._last_new = n_new
-        cand.unpersist()
         if self.progress:
             self.progress(fig, n_new)
         if violation:

@@ -12,7 +12,12 @@ import logging
 import os
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from pyspark.sql import DataFrame, SparkSession
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["InvariantSuite", "ValidationReport"]
 
@@ -54,6 +59,12 @@ class InvariantSuite:
             ))
         self._vd = ctx.validation_definitions.add(
             gx.ValidationDefinition(name=f"{model_name}.invariants.level", data=batch_def, suite=suite))
+        # A small level is validated where the search holds it, on the driver (checker.ARROW_LEVEL):
+        # the same suite over a pandas batch of its invariant columns, 0.03 s against 0.3 s on Spark.
+        local = ctx.data_sources.add_pandas(f"{model_name}_level_arrow")
+        local_batch = local.add_dataframe_asset("level").add_batch_definition_whole_dataframe("whole_level")
+        self._vd_local = ctx.validation_definitions.add(
+            gx.ValidationDefinition(name=f"{model_name}.invariants.level_arrow", data=local_batch, suite=suite))
 
     @staticmethod
     def column(name: str) -> str:
@@ -69,6 +80,17 @@ class InvariantSuite:
         if self._vd is None:
             return ValidationReport(True, [], {}, -1)
         res = self._vd.run(batch_parameters={"dataframe": df_with_columns}, result_format=result_format)
+        return self._report(res)
+
+    def validate_arrow(self, table: "pa.Table") -> ValidationReport:
+        """The suite over an Arrow table holding the invariant columns (a small level on the driver)."""
+        if self._vd is None:
+            return ValidationReport(True, [], {}, -1)
+        frame = table.select([self.column(n) for n in self.names]).to_pandas()
+        res = self._vd_local.run(batch_parameters={"dataframe": frame}, result_format="BOOLEAN_ONLY")
+        return self._report(res)
+
+    def _report(self, res) -> ValidationReport:
         failed_cols = {r.expectation_config.kwargs["column"]: r for r in res.results if not r.success}
         failed = [n for n in self.names if self.column(n) in failed_cols]
         unexpected = {}

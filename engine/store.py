@@ -14,6 +14,7 @@ import signal
 import socket
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -205,6 +206,16 @@ class RunStore:
     def all_files(self, max_depth: int | None = None) -> list[str]:
         return [str(self.states_path / p) for d in sorted(self._files)
                 if max_depth is None or d <= max_depth for p in self._files[d]]
+
+    def write_level(self, depth: int, states: pa.Table) -> None:
+        """Write a level held on the driver as the level's one Parquet file (what Spark's writer
+        would put there), replacing the files of an earlier attempt at the level."""
+        level = self.level_dir(depth)
+        if level.exists():
+            shutil.rmtree(level)
+        level.mkdir(parents=True)
+        pq.write_table(states.select(self.arrow_schema.names).cast(self.arrow_schema),
+                       level / f"part-00000-{uuid.uuid4()}-c000.zstd.parquet", compression="zstd")
 
     def commit_level(self, fig: LevelFigures) -> None:
         """Commit the Parquet files Spark wrote for ``fig.depth``; a repeat is a no-op."""

@@ -165,3 +165,24 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
                          "--set", "Limit=5")
     want = bfs({1, 2}, 8, limit=5, deadlock=False)
     assert code == 12 and len(res["trace"]) == want["trace_length"]
+
+
+def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path, monkeypatch):
+    """A small level is finished on the driver as Arrow (engine.arrow_level), a large one by Spark
+    jobs. Every level in Spark, and levels alternating between the two (so each path starts from the
+    other's stored level and seen states), give the reference's counts, deadlock and violation."""
+    from engine import checker
+    for tag, on_driver in (("spark", lambda self, depth, n: False),
+                           ("alternating", lambda self, depth, n: depth % 2 == 0)):
+        monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
+        code, res, err = check(capsys, tmp_path / tag, "--config", "no_deadlock", "--set", "Steps=1,3",
+                               "--set", "Max=9", "--set", "Cap=6")
+        want = bfs({1, 3}, 9, cap=6, deadlock=False)
+        assert code == 0, err
+        assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+            (want["distinct"], want["generated"], want["depth"])
+        code, res, _ = check(capsys, tmp_path / tag, "--set", "Steps=1,2", "--set", "Max=5")
+        assert code == 11 and len(res["trace"]) == bfs({1, 2}, 5)["trace_length"]
+        code, res, _ = check(capsys, tmp_path / tag, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
+                             "--set", "Limit=5")
+        assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]

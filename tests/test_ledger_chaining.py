@@ -111,7 +111,13 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
         return res["distinct_states"], res["states_generated"], res["depth"]
 
     plain = run("plain")
+    # Levels alternating between the driver (engine.arrow_level) and Spark's stages: each anti-joins
+    # against seen states the other stored.
+    monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: depth % 2 == 1)
+    assert run("alternating") == plain
     monkeypatch.setattr(seen, "INDEX_FROM", 0)
     monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
     monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 20)
     assert run("index") == plain
+    monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: True)
+    assert run("index_driver") == plain

@@ -1,0 +1,77 @@
+"""A small level's de-duplication, anti-join and ordering on the driver, over Arrow tables.
+
+A level of a few thousand states costs Spark about a second a job: planning, scheduling and the
+shuffles of a group-by and an anti-join over a handful of rows. Below ``checker.ARROW_LEVEL``
+successors the search runs the actions' SQL on Spark in one job (fingerprints, invariant and
+constraint columns included), collects the successors as Arrow, and does the rest here with
+Arrow's own relational operators (``pyarrow.compute`` sorts, Acero's hash group-by and anti-join):
+the same first-per-state rule and TLC order as the Spark stages in ``checker``.
+
+The anti-join's other side is the driver's copy of the seen states' fingerprint columns, read from
+the states table and grown by each committed level: what a broadcast hash join would build, kept
+across levels instead of rebuilt by a Spark job each time. It is held only while the run has fewer
+than ``seen.INDEX_FROM`` states (16 bytes each, 16 MB at most); past that the driver lets it go and
+small levels are anti-joined against Spark's seen index, so the driver's memory stays flat.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+__all__ = ["KEYS", "TLC_ORDER", "SeenFingerprints", "first_per_state", "in_tlc_order", "positions"]
+
+KEYS = ["_fp", "_fp2"]
+KEYS_SCHEMA = pa.schema([("_fp", pa.int64()), ("_fp2", pa.int64())])
+# TLC meets a level's states in parent order, then action and witness (``_key``); ties on the
+# fingerprint make the order total, as the Spark stages' sort does.
+TLC_ORDER = [("_key", "ascending"), ("_fp", "ascending"), ("_fp2", "ascending")]
+
+
+def positions(n: int) -> pa.Array:
+    return pa.array(np.arange(n, dtype=np.int64))
+
+
+def in_tlc_order(states: pa.Table) -> pa.Table:
+    return states.take(pc.sort_indices(states, sort_keys=TLC_ORDER))
+
+
+def first_per_state(successors: pa.Table) -> pa.Table:
+    """One row per fingerprint, the first TLC meets (smallest ``_key``), in TLC's order."""
+    ordered = in_tlc_order(successors)
+    pos = pa.table({"_fp": ordered["_fp"], "_fp2": ordered["_fp2"], "_i": positions(ordered.num_rows)})
+    firsts = pos.group_by(KEYS, use_threads=False).aggregate([("_i", "min")]).column("_i_min")
+    return ordered.take(np.sort(firsts.to_numpy()))
+
+
+class SeenFingerprints:
+    """The fingerprints of the stored states, one Arrow table per committed level."""
+
+    def __init__(self) -> None:
+        self._parts: list[pa.Table] = []
+        self.count = 0
+
+    @classmethod
+    def from_files(cls, files: Iterable[str], schema: pa.Schema) -> "SeenFingerprints":
+        seen = cls()
+        files = list(files)
+        if files:
+            seen.add(pads.dataset(files, format="parquet", schema=schema).to_table(columns=KEYS))
+        return seen
+
+    def add(self, states: pa.Table) -> None:
+        fps = pa.table([states["_fp"], states["_fp2"]], schema=KEYS_SCHEMA)
+        self._parts.append(fps)
+        self.count += fps.num_rows
+
+    def unseen(self, states: pa.Table) -> pa.Table:
+        """The rows of ``states`` whose fingerprint is not stored, in their order."""
+        if not self._parts or states.num_rows == 0:
+            return states
+        probe = pa.table({"_fp": states["_fp"], "_fp2": states["_fp2"], "_i": positions(states.num_rows)})
+        # Acero builds its hash table on the right side: the level's states, not the seen table.
+        kept = pa.concat_tables(self._parts).join(probe, KEYS, join_type="right anti", use_threads=False)
+        return states.take(np.sort(kept.column("_i").to_numpy()))
