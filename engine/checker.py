@@ -21,7 +21,7 @@ import pyarrow.dataset as pads
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from . import arrow_level
 from .assume import check_assumptions
@@ -43,6 +43,9 @@ __all__ = ["Outcome", "check"]
 # driver after the actions' Spark job and finished there (engine.arrow_level). Above it, the level's
 # successors stay in Spark: de-duplicated, anti-joined and written by Spark jobs.
 ARROW_LEVEL_BYTES = int(os.environ.get("SSE_ARROW_LEVEL_BYTES", str(256 << 20)))
+# Up to this many expected successors a level's constraint and invariants are evaluated on every
+# successor in the actions' job; above, on the new states only, in a job of their own.
+INLINE_ANNOTATION = 20_000
 # Initial states are collected to the driver when there are at most this many.
 ARROW_INIT = 100_000
 # A small level's frontier above this many bytes (as Arrow) is checkpointed in Spark rather than
@@ -357,7 +360,13 @@ class _Search:
         self.timer.mark("frontier")
         successors = (self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
                       .coalesce(self.spark.sparkContext.defaultParallelism))
-        succ = self._annotate(self.fingerprint(successors)).toArrow()
+        # The constraint and the invariants concern new states only. Over a few successors they are
+        # evaluated in the same job; over many, in a second job over the new states alone (on ledger
+        # chaining's largest levels, one in six successors is new and the invariants' lambdas were
+        # half of the job's time).
+        inline = n_frontier * self._fanout() <= INLINE_ANNOTATION
+        succ_df = self.fingerprint(successors)
+        succ = (self._annotate(succ_df) if inline else succ_df).toArrow()
         n_gen = succ.num_rows
         if n_gen:
             self.row_bytes = succ.nbytes / n_gen
@@ -383,6 +392,8 @@ class _Search:
                 first = stuck.take(pc.sort_indices(stuck["_ord"])).slice(0, 1).to_pylist()[0]
                 deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
         new = self._unseen_arrow(arrow_level.first_per_state(succ), depth, distinct_total)
+        if not inline:
+            new = self._annotate_arrow(new)
         self.timer.mark("plan")
         return self._finish_arrow_level(new, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
                                         per_action)
@@ -409,8 +420,22 @@ class _Search:
 
     def _on_driver(self, depth: int, n_frontier: int) -> bool:
         """Whether the level's successors are expected to fit on the driver (ARROW_LEVEL_BYTES)."""
-        fanout = self.fanout if self.fanout is not None else len(self.cm.action_names)
-        return n_frontier * fanout * (self.row_bytes or 1024) <= ARROW_LEVEL_BYTES
+        return n_frontier * self._fanout() * (self.row_bytes or 1024) <= ARROW_LEVEL_BYTES
+
+    def _fanout(self) -> float:
+        return self.fanout if self.fanout is not None else len(self.cm.action_names)
+
+    def _annotate_arrow(self, states: pa.Table) -> pa.Table:
+        """``states`` (held on the driver) with the constraint and invariant columns Spark evaluates."""
+        probe = states.select(self.vars).append_column("_i", arrow_level.positions(states.num_rows))
+        schema = StructType([*[self.store.spark_schema[v] for v in self.vars], StructField("_i", LongType())])
+        extra = ["_in_model", *[InvariantSuite.column(n) for n in self.suite.names]]
+        cols = (self._annotate(self.spark.createDataFrame(probe, schema=schema))
+                .select("_i", *extra).toArrow())
+        cols = cols.take(pc.sort_indices(cols["_i"]))
+        for name in extra:
+            states = states.append_column(name, cols[name])
+        return states
 
     def _measure_fanout(self, n_gen: int, n_frontier: int) -> None:
         ratio = n_gen / max(n_frontier, 1)

@@ -169,12 +169,17 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
 
 def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path, monkeypatch):
     """A small level is finished on the driver as Arrow (engine.arrow_level), a large one by Spark
-    jobs. Every level in Spark, and levels alternating between the two (so each path starts from the
-    other's stored level and seen states), give the reference's counts, deadlock and violation."""
+    jobs. Every level in Spark, levels alternating between the two (so each path starts from the
+    other's stored level and seen states), and every level on the driver with the constraint and
+    invariants evaluated on the new states in a job of their own (as for large levels) give the
+    reference's counts, deadlock and violation."""
     from engine import checker
-    for tag, on_driver in (("spark", lambda self, depth, n: False),
-                           ("alternating", lambda self, depth, n: depth % 2 == 0)):
+    default = checker.INLINE_ANNOTATION
+    for tag, on_driver, inline in (("spark", lambda self, depth, n: False, default),
+                                   ("alternating", lambda self, depth, n: depth % 2 == 0, default),
+                                   ("annotated_after", lambda self, depth, n: True, 0)):
         monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
+        monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline)
         code, res, err = check(capsys, tmp_path / tag, "--config", "no_deadlock", "--set", "Steps=1,3",
                                "--set", "Max=9", "--set", "Cap=6")
         want = bfs({1, 3}, 9, cap=6, deadlock=False)
