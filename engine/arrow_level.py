@@ -1,17 +1,19 @@
 """A small level's de-duplication, anti-join and ordering on the driver, over Arrow tables.
 
 A level of a few thousand states costs Spark about a second a job: planning, scheduling and the
-shuffles of a group-by and an anti-join over a handful of rows. Below ``checker.ARROW_LEVEL``
-successors the search runs the actions' SQL on Spark in one job (fingerprints, invariant and
-constraint columns included), collects the successors as Arrow, and does the rest here with
-Arrow's own relational operators (``pyarrow.compute`` sorts, Acero's hash group-by and anti-join):
-the same first-per-state rule and TLC order as the Spark stages in ``checker``.
+shuffles of a group-by and an anti-join over a handful of rows. When a level's successors are
+expected to fit in ``checker.ARROW_LEVEL_BYTES``, the search runs the actions' SQL on Spark in one
+job (fingerprints included), collects the successors as Arrow, and does the rest here with Arrow's
+own relational operators (``pyarrow.compute`` sorts, Acero's hash group-by and anti-join): the same
+first-per-state rule and TLC order as the Spark stages in ``checker``.
 
 The anti-join's other side is the driver's copy of the seen states' fingerprint columns, read from
 the states table and grown by each committed level: what a broadcast hash join would build, kept
 across levels instead of rebuilt by a Spark job each time. It is held only while the run has fewer
-than ``seen.INDEX_FROM`` states (16 bytes each, 16 MB at most); past that the driver lets it go and
-small levels are anti-joined against Spark's seen index, so the driver's memory stays flat.
+than ``DRIVER_SEEN_MAX`` states (16 bytes each, 64 MB at most); past that the driver lets it go and
+small levels are anti-joined against Spark's seen index, so the driver's memory stays flat. (An
+anti-join of a handful of states against the index is a Spark job merging past every seen
+fingerprint: 2.5 to 3 s a level on bk_v413_rrf's last levels, 3.5 million states seen.)
 """
 from __future__ import annotations
 
@@ -22,13 +24,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-__all__ = ["KEYS", "TLC_ORDER", "SeenFingerprints", "first_per_state", "in_tlc_order", "positions"]
+__all__ = ["DRIVER_SEEN_MAX", "KEYS", "TLC_ORDER", "SeenFingerprints", "first_per_state", "in_tlc_order", "positions",
+           "table_bytes"]
+
+# The driver holds the seen fingerprints of runs with fewer states than this (64 MB).
+DRIVER_SEEN_MAX = 4_000_000
 
 KEYS = ["_fp", "_fp2"]
 KEYS_SCHEMA = pa.schema([("_fp", pa.int64()), ("_fp2", pa.int64())])
 # TLC meets a level's states in parent order, then action and witness (``_key``); ties on the
 # fingerprint make the order total, as the Spark stages' sort does.
 TLC_ORDER = [("_key", "ascending"), ("_fp", "ascending"), ("_fp2", "ascending")]
+
+
+def table_bytes(table: pa.Table) -> int:
+    """The size of ``table``'s buffers. (Not ``Table.nbytes``: pyarrow 26 crashed with a
+    segmentation fault there, in ``ReferencedBufferSize``, on a nested list of strings as Spark
+    sends bookkeeper v4.13's initial state.)"""
+    return table.get_total_buffer_size()
 
 
 def positions(n: int) -> pa.Array:

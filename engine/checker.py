@@ -51,8 +51,9 @@ ARROW_INIT = 100_000
 # A small level's frontier above this many bytes (as Arrow) is checkpointed in Spark rather than
 # shipped inside each action's tasks.
 LOCAL_FRONTIER_BYTES = 1 << 20
-# Below this many successors a level is ordered in one partition (no range-partitioning job).
-SMALL_LEVEL = 2_000_000
+# A large level's picked rows are fetched from its successors by a broadcast join on their row
+# numbers up to this many (16 bytes each), by a shuffled join beyond.
+BROADCAST_ROWS = 10_000_000
 # Up to this many frontier states, a level's successors are computed in one task per core.
 SMALL_FRONTIER = 20_000
 # A level's shuffles (de-duplication, anti-join) get a partition per this many successors, at least
@@ -163,7 +164,7 @@ class _Search:
         # they predict whether a level's successors fit on the driver.
         self.fanout: float | None = None
         self.row_bytes: float | None = None
-        # The seen states' fingerprints on the driver, for small levels (below INDEX_FROM seen states).
+        # The seen states' fingerprints on the driver, for small levels (below DRIVER_SEEN_MAX seen states).
         self.seen_fps: arrow_level.SeenFingerprints | None = None
         # (depth, stored states) of the last level finished on the driver: the next level's frontier.
         self.held: tuple[int, pa.Table] | None = None
@@ -187,12 +188,6 @@ class _Search:
             df = df.localCheckpoint(eager=True)
         return self._with_stages(df, self.fp_stages)
 
-    def canonical(self, firsts: DataFrame) -> DataFrame:
-        """States de-duplicated as generated, re-keyed by their orbit and de-duplicated again: the
-        smallest order key of an orbit is the smallest of its states' smallest keys."""
-        keyed = self._with_stages(firsts.drop("_fp", "_fp2"), self.fp_stages)
-        return self.first_per_state(keyed)
-
     def read_level(self, depth: int) -> DataFrame:
         files = self.store.level_files(depth)
         return self.spark.read.schema(self.store.spark_schema).parquet(*files)
@@ -201,12 +196,19 @@ class _Search:
         files = self.store.all_files(max_depth)
         return self.spark.read.schema(self.store.spark_schema).parquet(*files).select("_fp", "_fp2")
 
-    def first_per_state(self, succ: DataFrame) -> DataFrame:
-        # TLC keeps the first path by which it meets a state: the smallest order key wins.
-        cols = [c for c in succ.columns if c not in ("_fp", "_fp2")]
-        return (succ.groupBy("_fp", "_fp2")
-                .agg(F.min_by(F.struct(*cols), F.col("_key")).alias("_r"))
-                .select("_fp", "_fp2", "_r.*"))
+    @staticmethod
+    def with_row_ids(checkpointed: DataFrame) -> DataFrame:
+        """A checkpoint's rows numbered ``_i`` by partition and position: the same numbers each time
+        it is read. (Numbered before the checkpoint, the non-deterministic id would keep Catalyst
+        from pushing the fingerprint into each action's branch of the union: a copy of every row.)"""
+        return checkpointed.withColumn("_i", F.monotonically_increasing_id())
+
+    @staticmethod
+    def first_keys(rows: DataFrame) -> DataFrame:
+        """One row per fingerprint of ``rows``: its ``_key`` and row id ``_i`` where ``_key`` is the
+        smallest (TLC keeps the first path by which it meets a state), from the narrow columns."""
+        return (rows.groupBy("_fp", "_fp2").agg(F.min(F.struct("_key", "_i")).alias("_m"))
+                .select("_fp", "_fp2", "_m._key", "_m._i"))
 
     def unseen(self, firsts: DataFrame, seen_depth: int, n_seen: int) -> DataFrame:
         """``firsts`` without the states stored through ``seen_depth`` (``n_seen`` of them)."""
@@ -216,19 +218,38 @@ class _Search:
             self.index.add(self.seen(seen_depth))  # the first use, or a resumed run
         return self.index.unseen(firsts)
 
-    def candidates(self, firsts: DataFrame, depth: int, n_succ: int, anti_join: bool, n_seen: int = 0) -> DataFrame:
+    def new_states(self, succ: DataFrame, depth: int, anti_join: bool, n_seen: int = 0) -> DataFrame:
+        """The new states of level ``depth``, one per fingerprint (the first in TLC's order),
+        numbered in that order (``_ord``), with their constraint and invariant columns, checkpointed.
+
+        ``succ`` is the level's successors with ``_fp``, ``_fp2``, ``_key`` and a row id ``_i``,
+        checkpointed. Only its narrow columns are shuffled: the first row per fingerprint, the
+        anti-join and the order are worked out on (fingerprint, key, row id), and the rows they pick
+        are fetched from ``succ`` by a join on the row id, broadcast up to BROADCAST_ROWS of them.
+        Whole states (kilobytes each for bookkeeper) are neither shuffled nor sorted."""
+        rows = succ
+        firsts = self.first_keys(rows)
+        if self.dedupe_raw_first:
+            # De-duplicated as generated, then keyed by their orbit and de-duplicated again: the
+            # smallest key of an orbit is the smallest of its states' smallest keys.
+            picked = self._by_row_id(rows, firsts.select("_i").localCheckpoint(eager=True), "left_semi")
+            rows = self._with_stages(picked.drop("_fp", "_fp2"), self.fp_stages).localCheckpoint(eager=True)
+            firsts = self.first_keys(rows)
         new = self.unseen(firsts, depth - 1, n_seen) if anti_join else firsts
-        if n_succ < SMALL_LEVEL:
-            ordered = new.coalesce(1).sortWithinPartitions("_key", "_fp", "_fp2")
-        else:
-            ordered = new.orderBy("_key", "_fp", "_fp2")
-        cand = ordered.select(
-            *self.vars, "_fp", "_fp2", F.lit(depth).cast("int").alias("_depth"),
-            F.monotonically_increasing_id().alias("_ord"),
+        order = (new.localCheckpoint(eager=True).orderBy("_key", "_fp", "_fp2")
+                 .select("_i", F.monotonically_increasing_id().alias("_ord")).localCheckpoint(eager=True))
+        cand = self._by_row_id(rows, order, "inner").select(
+            *self.vars, "_fp", "_fp2", F.lit(depth).cast("int").alias("_depth"), "_ord",
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
             F.expr(self.in_model_expr).alias("_in_model"),
         )
         return self.suite.with_columns(cand).localCheckpoint(eager=True)
+
+    @staticmethod
+    def _by_row_id(rows: DataFrame, picked: DataFrame, how: str) -> DataFrame:
+        """The rows of ``rows`` whose ``_i`` is in ``picked`` (checkpointed), with its columns."""
+        small = picked.count() <= BROADCAST_ROWS
+        return rows.join(F.broadcast(picked) if small else picked, "_i", how)
 
     def write_level(self, cand: DataFrame, depth: int) -> None:
         (cand.where("_in_model").select(*self.table_cols)
@@ -255,13 +276,13 @@ class _Search:
             small = self._annotate(init).limit(ARROW_INIT + 1).toArrow()
             if small.num_rows <= ARROW_INIT:
                 n_gen = small.num_rows
-                self.row_bytes = small.nbytes / max(n_gen, 1)
+                self.row_bytes = arrow_level.table_bytes(small) / max(n_gen, 1)
                 finding = self._finish_arrow_level(arrow_level.first_per_state(small), 1, n_gen, distinct_total,
                                                    generated_total, t0, None, {"Init": n_gen})
             else:
-                fps = init.localCheckpoint(eager=True)
+                fps = self.with_row_ids(init.localCheckpoint(eager=True))
                 n_gen = fps.count()
-                cand = self.candidates(self.first_per_state(fps), 1, n_gen, anti_join=False)
+                cand = self.new_states(fps, 1, anti_join=False)
                 finding = self._finish_level(cand, 1, n_gen, distinct_total, generated_total, t0,
                                              deadlocked=None, per_action={"Init": n_gen})
             self._release()
@@ -312,7 +333,8 @@ class _Search:
             # whole plan. A small level gets one task per core (verified_log's one-state level
             # took 61 tasks in all, now 10).
             successors = successors.coalesce(self.spark.sparkContext.defaultParallelism)
-        succ = self.fingerprint(successors, as_generated=self.dedupe_raw_first).localCheckpoint(eager=True)
+        succ = self.with_row_ids(self.fingerprint(successors, as_generated=self.dedupe_raw_first)
+                                 .localCheckpoint(eager=True))
         # A terminal finding looks at states whose only successors (if any) are themselves.
         moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
         # One job counts the successors, per action too (TLC's coverage), and the parents that
@@ -342,10 +364,7 @@ class _Search:
             first = (frontier.join(enabled, on="_ord", how="left_anti")
                      .orderBy("_ord").limit(1).select("_fp", "_fp2").collect()[0])
             deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
-        firsts = self.first_per_state(succ)
-        if self.dedupe_raw_first:
-            firsts = self.canonical(firsts)
-        cand = self.candidates(firsts, depth + 1, n_gen, anti_join=True, n_seen=distinct_total)
+        cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total)
         self.timer.mark("plan")
         finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
                                      per_action)
@@ -369,7 +388,7 @@ class _Search:
         succ = (self._annotate(succ_df) if inline else succ_df).toArrow()
         n_gen = succ.num_rows
         if n_gen:
-            self.row_bytes = succ.nbytes / n_gen
+            self.row_bytes = arrow_level.table_bytes(succ) / n_gen
         self._measure_fanout(n_gen, n_frontier)
         counts = {r["values"]: r["counts"] for r in pc.value_counts(succ["_action"]).to_pylist()}
         per_action = {a: int(counts.get(a, 0)) for a in self.cm.action_names}
@@ -411,7 +430,7 @@ class _Search:
         table = self._level_table(depth, cols)
         schema = StructType([self.store.spark_schema[c] for c in cols])
         df = self.spark.createDataFrame(table, schema=schema)
-        if table.nbytes > LOCAL_FRONTIER_BYTES:
+        if arrow_level.table_bytes(table) > LOCAL_FRONTIER_BYTES:
             # Spark ships a driver table inside every task that scans it: once per action. Above
             # this size the level is materialized in the executors once.
             df = df.localCheckpoint(eager=True)
@@ -443,12 +462,12 @@ class _Search:
 
     def _unseen_arrow(self, states: pa.Table, depth: int, n_seen: int) -> pa.Table:
         """``states`` without those stored through ``depth`` (``n_seen`` of them)."""
-        if n_seen < seen_index.INDEX_FROM:
+        if n_seen < arrow_level.DRIVER_SEEN_MAX:
             if self.seen_fps is None:
                 self.seen_fps = arrow_level.SeenFingerprints.from_files(self.store.all_files(depth),
                                                                         self.store.arrow_schema)
             return self.seen_fps.unseen(states)
-        self.seen_fps = None  # past INDEX_FROM the seen states stay in Spark (the driver's memory stays flat)
+        self.seen_fps = None  # past DRIVER_SEEN_MAX the seen states stay in Spark (the driver's memory stays flat)
         probe = self.spark.createDataFrame(pa.table({"_fp": states["_fp"], "_fp2": states["_fp2"],
                                                      "_i": arrow_level.positions(states.num_rows)}))
         kept = self.unseen(probe, depth, n_seen).select("_i").toArrow()
@@ -557,7 +576,7 @@ class _Search:
             if self.index.fragments:
                 self.index.add(self.read_level(depth))
             if self.seen_fps is not None:
-                if fig.distinct_total >= seen_index.INDEX_FROM:
+                if fig.distinct_total >= arrow_level.DRIVER_SEEN_MAX:
                     self.seen_fps = None
                 else:
                     self.seen_fps.add(stored if stored is not None else self._level_table(depth, arrow_level.KEYS))

@@ -14,12 +14,12 @@ share a fingerprint is about N^2 / 2^129 (below 1e-20 for a billion states).
 from __future__ import annotations
 
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, IntegerType, LongType,
-                               MapType, ShortType, StringType, StructType)
+                               MapType, ShortType, StringType, StructField, StructType)
 
 __all__ = ["FINGERPRINT_NOTE", "FINGERPRINT_SCHEME", "encode_args", "fingerprint_sql"]
 
 # Recorded in every run id: a warehouse fingerprinted by another scheme is not resumed.
-FINGERPRINT_SCHEME = "json-xxhash64x2"
+FINGERPRINT_SCHEME = "json-positional-xxhash64x2"
 
 # Any constant works; it seeds the second hash through xxhash64's chaining of its arguments.
 _SECOND_SEED = "CAST(-7046029254386353131 AS BIGINT)"
@@ -58,17 +58,44 @@ def _json_exact(dtype: DataType) -> bool:
     return isinstance(dtype, (BooleanType, ByteType, ShortType, IntegerType, LongType, StringType))
 
 
+def _positional(dtype: DataType) -> DataType:
+    """``dtype`` with every struct field named by its position (``a``, ``b``, ..., ``z``, ``ba``, ...)."""
+    if isinstance(dtype, StructType):
+        return StructType([StructField(_position_name(i), _positional(f.dataType), f.nullable)
+                           for i, f in enumerate(dtype.fields)])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_positional(dtype.elementType), dtype.containsNull)
+    return dtype
+
+
+def _position_name(i: int) -> str:
+    name = ""
+    while True:
+        name = chr(ord("a") + i % 26) + name
+        i //= 26
+        if not i:
+            return name
+
+
 def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "") -> tuple[str, str]:
     """The two halves of the fingerprint as SQL expressions over the named columns (fields of
     ``prefix``, a struct, when given). Both hash the same JSON text; Spark evaluates it once per row
-    (common subexpression elimination) where they are in one projection."""
-    exact, args = [], []
+    (common subexpression elimination) where they are in one projection.
+
+    The state is cast to a struct whose fields, at every level, are named by position (``a``,
+    ``b``, ...) before it is written: the same text for the same value, a fifth less of it for
+    Jackson to write than with the variables' own names (bookkeeper v4.13: 7.8 s against 9.4 s
+    for 875,859 states)."""
+    exact, exact_types, args = [], [], []
     for name, dtype in columns:
         if _json_exact(dtype):
             exact.append(f"'{name}', {prefix}`{name}`")
+            exact_types.append(StructField(name, dtype))
         else:
             args.extend(encode_args(f"{prefix}`{name}`", dtype))
     if exact:
-        args.insert(0, f"to_json(named_struct({', '.join(exact)}), map('ignoreNullFields', 'false'))")
+        short = _positional(StructType(exact_types)).simpleString()
+        args.insert(0, f"to_json(CAST(named_struct({', '.join(exact)}) AS {short}), "
+                       f"map('ignoreNullFields', 'false'))")
     joined = ", ".join(args)
     return f"xxhash64({joined})", f"xxhash64({_SECOND_SEED}, {joined})"

@@ -3,15 +3,16 @@
 Each invariant is a boolean SQL expression over one state (a TLA+ state predicate). For a batch of
 states the engine adds one column per invariant, ``_inv_<Name>``, and the suite holds one
 ``ExpectColumnValuesToBeInSet([True])`` per invariant. Expectations over the same batch are bundled
-by GX into a single Spark aggregation, so a level costs one validation pass however many invariants
-the model has. The same suite validates a finished run's whole table (``engine audit``).
+by GX into a single aggregation, so a level costs one validation pass however many invariants the
+model has: over a Spark DataFrame for a large level, over a pandas DataFrame of the invariant
+columns for a small level the search holds on the driver. The same suite validates a finished
+run's whole table (``engine audit``).
 """
 from __future__ import annotations
 
 import logging
 import os
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession

@@ -149,11 +149,12 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     counts, depth and shortest trace are those of the reference search. Every path to a counter
     state has the same length, so no state is met again at a later level: that the index finds old
     states is tested on ledger chaining (tests/test_ledger_chaining.py)."""
-    from engine import checker, seen
+    from engine import arrow_level, checker, seen
     calls = []
     real = seen.SeenIndex.unseen
     monkeypatch.setattr(seen.SeenIndex, "unseen", lambda self, states: calls.append(1) or real(self, states))
     monkeypatch.setattr(seen, "INDEX_FROM", 0)
+    monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)  # small levels too
     monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
     monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 3)
     code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
@@ -167,27 +168,37 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     assert code == 12 and len(res["trace"]) == want["trace_length"]
 
 
-def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path, monkeypatch):
+def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path, monkeypatch, spark):
     """A small level is finished on the driver as Arrow (engine.arrow_level), a large one by Spark
-    jobs. Every level in Spark, levels alternating between the two (so each path starts from the
+    jobs. Every level in Spark (its picked rows fetched by broadcast joins, or by shuffled joins as
+    for the largest levels), levels alternating between the two (so each path starts from the
     other's stored level and seen states), and every level on the driver with the constraint and
     invariants evaluated on the new states in a job of their own (as for large levels) give the
     reference's counts, deadlock and violation."""
     from engine import checker
-    default = checker.INLINE_ANNOTATION
-    for tag, on_driver, inline in (("spark", lambda self, depth, n: False, default),
-                                   ("alternating", lambda self, depth, n: depth % 2 == 0, default),
-                                   ("annotated_after", lambda self, depth, n: True, 0)):
-        monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
-        monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline)
-        code, res, err = check(capsys, tmp_path / tag, "--config", "no_deadlock", "--set", "Steps=1,3",
-                               "--set", "Max=9", "--set", "Cap=6")
-        want = bfs({1, 3}, 9, cap=6, deadlock=False)
-        assert code == 0, err
-        assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
-            (want["distinct"], want["generated"], want["depth"])
-        code, res, _ = check(capsys, tmp_path / tag, "--set", "Steps=1,2", "--set", "Max=5")
-        assert code == 11 and len(res["trace"]) == bfs({1, 2}, 5)["trace_length"]
-        code, res, _ = check(capsys, tmp_path / tag, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
-                             "--set", "Limit=5")
-        assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
+    inline, broadcast = checker.INLINE_ANNOTATION, checker.BROADCAST_ROWS
+    auto = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    try:
+        for tag, on_driver, inline_rows, broadcast_rows in (
+                ("spark", lambda self, depth, n: False, inline, broadcast),
+                ("spark_shuffled", lambda self, depth, n: False, inline, 0),
+                ("alternating", lambda self, depth, n: depth % 2 == 0, inline, broadcast),
+                ("annotated_after", lambda self, depth, n: True, 0, broadcast)):
+            monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
+            monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline_rows)
+            monkeypatch.setattr(checker, "BROADCAST_ROWS", broadcast_rows)
+            # Spark would broadcast so small a table of its own accord: not in the shuffled variant.
+            spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if broadcast_rows == 0 else auto)
+            code, res, err = check(capsys, tmp_path / tag, "--config", "no_deadlock", "--set", "Steps=1,3",
+                                   "--set", "Max=9", "--set", "Cap=6")
+            want = bfs({1, 3}, 9, cap=6, deadlock=False)
+            assert code == 0, err
+            assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+                (want["distinct"], want["generated"], want["depth"])
+            code, res, _ = check(capsys, tmp_path / tag, "--set", "Steps=1,2", "--set", "Max=5")
+            assert code == 11 and len(res["trace"]) == bfs({1, 2}, 5)["trace_length"]
+            code, res, _ = check(capsys, tmp_path / tag, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
+                                 "--set", "Limit=5")
+            assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", auto)

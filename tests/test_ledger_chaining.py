@@ -101,7 +101,7 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     """Leader changes revisit states met many levels earlier, so every seen state must be found.
     The seen index (engine.seen) from the first level on, merged every other level and re-partitioned
     as levels grow, gives the plain anti-join's figures."""
-    from engine import checker, seen
+    from engine import arrow_level, checker, seen
 
     def run(tag):
         code, out, err = run_cli(capsys, "check", "ledger_chaining", "--warehouse", str(tmp_path / tag),
@@ -116,6 +116,7 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: depth % 2 == 1)
     assert run("alternating") == plain
     monkeypatch.setattr(seen, "INDEX_FROM", 0)
+    monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)  # small levels too
     monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
     monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 20)
     assert run("index") == plain

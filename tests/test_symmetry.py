@@ -71,7 +71,14 @@ CASES = [(["p1", "p2", "p3"], 1, 2), (["p1", "p2"], 2, 2)]
 
 
 @pytest.mark.parametrize("procs,max_,log_len", CASES)
-def test_orbit_counts_match_reference(capsys, tmp_path, procs, max_, log_len):
+@pytest.mark.parametrize("level_path", ["driver", "spark"])
+def test_orbit_counts_match_reference(capsys, tmp_path, monkeypatch, level_path, procs, max_, log_len):
+    """Orbits counted as the reference counts them, whether the levels are finished on the driver
+    (engine.arrow_level: canonical fingerprints of every successor) or by Spark's stages (states
+    de-duplicated as generated first, then canonicalized)."""
+    if level_path == "spark":
+        from engine import checker
+        monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: False)
     sets = ["--set", f"Procs={','.join(procs)}", "--set", f"Max={max_}", "--set", f"LogLen={log_len}"]
     code, sym = check(capsys, tmp_path, *sets)
     assert code == 0
