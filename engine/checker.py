@@ -19,13 +19,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from pyspark import StorageLevel
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from . import arrow_level
 from .assume import check_assumptions
-from .expand import CompiledModel, compile_model
+from .expand import CompiledModel, FixedExpansion, compile_model
 from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
 from .invariants import InvariantSuite
 from .itf import parse_shape, write_itf
@@ -168,6 +169,18 @@ class _Search:
         self.seen_fps: arrow_level.SeenFingerprints | None = None
         # (depth, stored states) of the last level finished on the driver: the next level's frontier.
         self.held: tuple[int, pa.Table] | None = None
+        # Small levels expand through the union analyzed once per run (SSE_FIXED_PLAN=0: each level
+        # analyzes it again).
+        self.fixed: FixedExpansion | None = None
+        if os.environ.get("SSE_FIXED_PLAN", "1") != "0":
+            self.fixed = FixedExpansion(spark, cm, store.root / "_frontier",
+                                        StructType([store.spark_schema[c] for c in [*self.vars, "_ord", "_fp", "_fp2"]]),
+                                        self._finish_expansion)
+
+    def close(self) -> None:
+        self.index.release()
+        if self.fixed is not None:
+            self.fixed.close()
 
     # ---- stages ---------------------------------------------------------------------------
     @staticmethod
@@ -375,17 +388,14 @@ class _Search:
                      t0: float) -> dict | None:
         """A small level: the actions, fingerprints, constraint and invariants in one Spark job whose
         result is collected as Arrow; the rest on the driver (engine.arrow_level)."""
-        frontier = self._arrow_frontier(depth)
-        self.timer.mark("frontier")
-        successors = (self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
-                      .coalesce(self.spark.sparkContext.defaultParallelism))
         # The constraint and the invariants concern new states only. Over a few successors they are
         # evaluated in the same job; over many, in a second job over the new states alone (on ledger
         # chaining's largest levels, one in six successors is new and the invariants' lambdas were
         # half of the job's time).
         inline = n_frontier * self._fanout() <= INLINE_ANNOTATION
-        succ_df = self.fingerprint(successors)
-        succ = (self._annotate(succ_df) if inline else succ_df).toArrow()
+        table = self._level_table(depth, [*self.vars, "_ord", "_fp", "_fp2"])
+        self.timer.mark("frontier")
+        succ = self._expand_arrow(table, inline)
         n_gen = succ.num_rows
         if n_gen:
             self.row_bytes = arrow_level.table_bytes(succ) / n_gen
@@ -400,8 +410,8 @@ class _Search:
             if len(movers) < n_frontier:
                 ids = self._level_table(depth, ["_ord", "_fp", "_fp2"])
                 still = ids.filter(pc.invert(pc.is_in(ids["_ord"], value_set=movers))).select(["_ord"])
-                self._terminal_findings(frontier.join(self.spark.createDataFrame(still), on="_ord", how="left_semi"),
-                                        depth)
+                self._terminal_findings(self._frontier(depth).join(self.spark.createDataFrame(still), on="_ord",
+                                                                    how="left_semi"), depth)
         deadlocked = None
         if self.spec.deadlock:
             enabled = pc.unique(succ["_parent_ord"])
@@ -424,11 +434,32 @@ class _Search:
         return pads.dataset(self.store.level_files(depth), format="parquet",
                             schema=self.store.arrow_schema).to_table(columns=columns)
 
-    def _arrow_frontier(self, depth: int) -> DataFrame:
+    def _expand_arrow(self, table: pa.Table, annotate: bool) -> pa.Table:
+        """The successors of the level ``table`` holds, fingerprinted (and annotated), as Arrow."""
+        if self.fixed is not None:
+            try:
+                succ = self.fixed.successors(table, annotate).toArrow()
+            except PySparkException as exc:
+                # Not expected; the per-level plan below does the same work, only slower.
+                print(f"engine: planning each level from the SQL text ({str(exc).strip().splitlines()[0]})",
+                      file=sys.stderr)
+                self.fixed.close()
+                self.fixed = None
+            else:
+                self.fixed.check_parents(succ, table)
+                return succ
+        successors = self.cm.successors(self.spark, self._arrow_frontier(table).drop("_ord", "_fp", "_fp2"))
+        return self._finish_expansion(successors, annotate).toArrow()
+
+    def _finish_expansion(self, successors: DataFrame, annotate: bool) -> DataFrame:
+        """The union's successors in a task per core, fingerprinted, annotated when ``annotate``."""
+        # Coalesced, the union is not given the fingerprint's projection in each action's branch.
+        succ = self._with_stages(successors.coalesce(self.spark.sparkContext.defaultParallelism), self.fp_stages)
+        return self._annotate(succ) if annotate else succ
+
+    def _arrow_frontier(self, table: pa.Table) -> DataFrame:
         """``_frontier`` from the driver's copy of the level: no Parquet scan in each action's branch."""
-        cols = [*self.vars, "_ord", "_fp", "_fp2"]
-        table = self._level_table(depth, cols)
-        schema = StructType([self.store.spark_schema[c] for c in cols])
+        schema = StructType([self.store.spark_schema[c] for c in table.column_names])
         df = self.spark.createDataFrame(table, schema=schema)
         if arrow_level.table_bytes(table) > LOCAL_FRONTIER_BYTES:
             # Spark ships a driver table inside every task that scans it: once per action. Above
@@ -631,7 +662,7 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
         try:
             res = search.run(resume_from, totals)
         finally:
-            search.index.release()
+            search.close()
         trace: list[dict[str, Any]] = []
         violated = None
         if res["result"] != "ok":

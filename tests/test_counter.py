@@ -174,16 +174,25 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     for the largest levels), levels alternating between the two (so each path starts from the
     other's stored level and seen states), and every level on the driver with the constraint and
     invariants evaluated on the new states in a job of their own (as for large levels) give the
-    reference's counts, deadlock and violation."""
-    from engine import checker
+    reference's counts, deadlock and violation. Driver levels expand through the union analyzed once
+    per run (engine.expand.FixedExpansion), or with SSE_FIXED_PLAN=0 through the union planned again
+    for each level: both give the same search."""
+    from engine import checker, expand
+    fixed_calls = []
+    real_successors = expand.FixedExpansion.successors
+    monkeypatch.setattr(expand.FixedExpansion, "successors",
+                        lambda self, *a: fixed_calls.append(1) or real_successors(self, *a))
     inline, broadcast = checker.INLINE_ANNOTATION, checker.BROADCAST_ROWS
     auto = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     try:
-        for tag, on_driver, inline_rows, broadcast_rows in (
-                ("spark", lambda self, depth, n: False, inline, broadcast),
-                ("spark_shuffled", lambda self, depth, n: False, inline, 0),
-                ("alternating", lambda self, depth, n: depth % 2 == 0, inline, broadcast),
-                ("annotated_after", lambda self, depth, n: True, 0, broadcast)):
+        for tag, on_driver, inline_rows, broadcast_rows, fixed in (
+                ("spark", lambda self, depth, n: False, inline, broadcast, "1"),
+                ("spark_shuffled", lambda self, depth, n: False, inline, 0, "1"),
+                ("alternating", lambda self, depth, n: depth % 2 == 0, inline, broadcast, "1"),
+                ("annotated_after", lambda self, depth, n: True, 0, broadcast, "1"),
+                ("per_level_plan", lambda self, depth, n: True, inline, broadcast, "0")):
+            monkeypatch.setenv("SSE_FIXED_PLAN", fixed)
+            fixed_calls.clear()
             monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
             monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline_rows)
             monkeypatch.setattr(checker, "BROADCAST_ROWS", broadcast_rows)
@@ -200,5 +209,21 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
             code, res, _ = check(capsys, tmp_path / tag, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
                                  "--set", "Limit=5")
             assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
+            # Driver levels used the fixed plan unless it was turned off; Spark levels never do.
+            assert bool(fixed_calls) == (tag in ("alternating", "annotated_after")), (tag, len(fixed_calls))
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", auto)
+
+
+def test_fixed_expansion_refuses_successors_of_another_level():
+    """Successors whose parents are not the frontier just written (stale cached data) are an error,
+    not a wrong search."""
+    import pyarrow as pa
+    import pytest
+    from engine.expand import FixedExpansion
+    frontier = pa.table({"_fp": [1, 2], "_fp2": [10, 20]})
+    FixedExpansion.check_parents(pa.table({"_parent_fp": [1, 2, 2], "_parent_fp2": [10, 20, 20]}), frontier)
+    FixedExpansion.check_parents(pa.table({"_parent_fp": pa.array([], pa.int64()),
+                                           "_parent_fp2": pa.array([], pa.int64())}), frontier)
+    with pytest.raises(RuntimeError, match="stale data"):
+        FixedExpansion.check_parents(pa.table({"_parent_fp": [1, 3], "_parent_fp2": [10, 30]}), frontier)
