@@ -395,7 +395,7 @@ class _Search:
         inline = n_frontier * self._fanout() <= INLINE_ANNOTATION
         table = self._level_table(depth, [*self.vars, "_ord", "_fp", "_fp2"])
         self.timer.mark("frontier")
-        succ = self._expand_arrow(table, inline)
+        succ = self._expand_arrow(depth, table, inline)
         n_gen = succ.num_rows
         if n_gen:
             self.row_bytes = arrow_level.table_bytes(succ) / n_gen
@@ -434,11 +434,12 @@ class _Search:
         return pads.dataset(self.store.level_files(depth), format="parquet",
                             schema=self.store.arrow_schema).to_table(columns=columns)
 
-    def _expand_arrow(self, table: pa.Table, annotate: bool) -> pa.Table:
-        """The successors of the level ``table`` holds, fingerprinted (and annotated), as Arrow."""
+    def _expand_arrow(self, depth: int, table: pa.Table, annotate: bool) -> pa.Table:
+        """The successors of level ``depth`` (its states in ``table``), fingerprinted (and annotated),
+        as Arrow."""
         if self.fixed is not None:
             try:
-                succ = self.fixed.successors(table, annotate).toArrow()
+                succ = self.fixed.successors(self.store.level_files(depth), annotate).toArrow()
             except PySparkException as exc:
                 # Not expected; the per-level plan below does the same work, only slower.
                 print(f"engine: planning each level from the SQL text ({str(exc).strip().splitlines()[0]})",

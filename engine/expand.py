@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType, BooleanType, DataType, NullType, NumericType, StructField, StructType,
     LongType, IntegerType,
@@ -223,8 +221,9 @@ class FixedExpansion:
     Spark analyzes a query before it optimizes and runs it, and the union of every action is a large
     query: about 0.4 s of analysis a level for ledger chaining's 13 actions, 1 to 2 s for
     bookkeeper's 22. Here the union (with what ``finish`` adds: fingerprints, invariants) is built
-    once over a fixed folder, read as Parquet and cached (``DataFrame.cache``). Each level writes
-    its frontier into that folder and calls ``spark.catalog.refreshByPath`` on it, which drops the
+    once over a fixed folder, read as Parquet and cached (``DataFrame.cache``). Each level links its
+    stored Parquet files (the frontier) into that folder, in place of the last level's, and calls
+    ``spark.catalog.refreshByPath`` on it, which drops the
     cached data of every plan reading the folder and lists it again; a query derived from the kept
     plan is then planned with the new level's cached data in place (Spark substitutes cached data
     into a plan after analysis), so a level pays for optimization and running, not analysis. The
@@ -238,18 +237,22 @@ class FixedExpansion:
     def __init__(self, spark: SparkSession, cm: CompiledModel, folder: Path, schema: StructType,
                  finish: Callable[[DataFrame, bool], DataFrame]):
         self.spark, self.cm, self.folder, self.schema, self.finish = spark, cm, folder, schema, finish
-        self.arrow_schema = to_arrow_schema(schema)
         self.source: DataFrame | None = None
         self.plans: dict[bool, DataFrame] = {}
 
-    def successors(self, frontier: pa.Table, annotate: bool) -> DataFrame:
-        """The successors of ``frontier`` (the level's variables, ``_ord``, ``_fp``, ``_fp2``),
-        finished by ``finish(successors, annotate)``."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        part = self.folder / "frontier.parquet"
-        tmp = self.folder / ".frontier.parquet.tmp"
-        pq.write_table(frontier.select(self.arrow_schema.names).cast(self.arrow_schema), tmp)
-        os.replace(tmp, part)
+    def successors(self, files: list[str], annotate: bool) -> DataFrame:
+        """The successors of the level stored in ``files`` (Parquet, with at least the columns of
+        ``schema``: the variables, ``_ord``, ``_fp``, ``_fp2``), finished by
+        ``finish(successors, annotate)``."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(parents=True)
+        for i, f in enumerate(files):
+            # A hard link: the level's file is not copied (a copy where links are refused).
+            target = self.folder / f"part-{i:05d}-{Path(f).name}"
+            try:
+                os.link(f, target)
+            except OSError:
+                shutil.copyfile(f, target)
         if self.source is None:
             self.source = self.spark.read.schema(self.schema).parquet(str(self.folder)).cache()
             names = [f"`{f.name}`" for f in self.cm.schema.fields]
