@@ -54,10 +54,13 @@ def in_tlc_order(states: pa.Table) -> pa.Table:
 
 def first_per_state(successors: pa.Table) -> pa.Table:
     """One row per fingerprint, the first TLC meets (smallest ``_key``), in TLC's order."""
-    ordered = in_tlc_order(successors)
-    pos = pa.table({"_fp": ordered["_fp"], "_fp2": ordered["_fp2"], "_i": positions(ordered.num_rows)})
+    # Sorted and grouped on the narrow columns; the whole rows (nested, kilobytes for bookkeeper)
+    # are taken once.
+    order = pc.sort_indices(successors.select(["_key", *KEYS]), sort_keys=TLC_ORDER)
+    pos = pa.table({"_fp": successors["_fp"].take(order), "_fp2": successors["_fp2"].take(order),
+                    "_i": positions(successors.num_rows)})
     firsts = pos.group_by(KEYS, use_threads=False).aggregate([("_i", "min")]).column("_i_min")
-    return ordered.take(np.sort(firsts.to_numpy()))
+    return successors.take(order.take(pa.array(np.sort(firsts.to_numpy()))))
 
 
 class SeenFingerprints:

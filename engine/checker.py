@@ -10,9 +10,10 @@ import os
 import shutil
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -45,8 +46,16 @@ __all__ = ["Outcome", "check"]
 # successors stay in Spark: de-duplicated, anti-joined and written by Spark jobs.
 ARROW_LEVEL_BYTES = int(os.environ.get("SSE_ARROW_LEVEL_BYTES", str(256 << 20)))
 # Up to this many expected successors a level's constraint and invariants are evaluated on every
-# successor in the actions' job; above, on the new states only, in a job of their own.
-INLINE_ANNOTATION = 20_000
+# successor in the actions' job; above, on the new states only, in a job of their own. The job of
+# their own costs a Spark job's fixed cost (shipping the new states back, planning the invariants):
+# with the actions' union planned once per run that outweighs evaluating them on the repeats too
+# (ledger chaining 87.6 s -> 63.9 s against the 20,000 this was, bk_master_2b_sym 143.9 s -> 131.6 s).
+INLINE_ANNOTATION = int(os.environ.get("SSE_INLINE_ANNOTATION", "1000000"))
+# A level expected to generate at most this many successors runs its Spark jobs without code
+# generation (``interpreted``): generating the Java source of every action's operators each level
+# cost ledger chaining about 0.3 s of a handful of states' 0.5 s job, and the first levels compiled
+# it (Janino, 5 s on ledger chaining) before there was anything to gain from compiled code.
+INTERPRET_BELOW = int(os.environ.get("SSE_INTERPRET_BELOW", "2000"))
 # Initial states are collected to the driver when there are at most this many.
 ARROW_INIT = 100_000
 # A small level's frontier above this many bytes (as Arrow) is checkpointed in Spark rather than
@@ -128,6 +137,29 @@ class _Timer:
             print(f"  profile depth {depth}: " + " ".join(self.parts), file=sys.stderr, flush=True)
         self.parts = []
         self.last = time.time()
+
+
+_CODEGEN_CONFS = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+@contextmanager
+def interpreted(spark: SparkSession, on: bool = True) -> Iterator[None]:
+    """Spark jobs run in the block evaluate every expression interpreted (no generated Java); the
+    session's settings are restored after it."""
+    if not on:
+        yield
+        return
+    before = {k: spark.conf.get(k, None) for k in _CODEGEN_CONFS}
+    for k, v in _CODEGEN_CONFS.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 class _Search:
@@ -286,7 +318,9 @@ class _Search:
             init = self.fingerprint(self.cm.init(self.spark)).selectExpr(
                 "*", "CAST(NULL AS BIGINT) AS _parent_fp", "CAST(NULL AS BIGINT) AS _parent_fp2",
                 "CAST(NULL AS BIGINT) AS _parent_ord")
-            small = self._annotate(init).limit(ARROW_INIT + 1).toArrow()
+            # Initial states are mostly a handful: their job runs interpreted (INTERPRET_BELOW).
+            with interpreted(self.spark):
+                small = self._annotate(init).limit(ARROW_INIT + 1).toArrow()
             if small.num_rows <= ARROW_INIT:
                 n_gen = small.num_rows
                 self.row_bytes = arrow_level.table_bytes(small) / max(n_gen, 1)
@@ -395,7 +429,8 @@ class _Search:
         inline = n_frontier * self._fanout() <= INLINE_ANNOTATION
         table = self._level_table(depth, [*self.vars, "_ord", "_fp", "_fp2"])
         self.timer.mark("frontier")
-        succ = self._expand_arrow(depth, table, inline)
+        with interpreted(self.spark, n_frontier * self._fanout() <= INTERPRET_BELOW):
+            succ = self._expand_arrow(depth, table, inline)
         n_gen = succ.num_rows
         if n_gen:
             self.row_bytes = arrow_level.table_bytes(succ) / n_gen
@@ -420,10 +455,14 @@ class _Search:
                 stuck = ids.filter(pc.invert(pc.is_in(ids["_ord"], value_set=enabled)))
                 first = stuck.take(pc.sort_indices(stuck["_ord"])).slice(0, 1).to_pylist()[0]
                 deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
-        new = self._unseen_arrow(arrow_level.first_per_state(succ), depth, distinct_total)
+        firsts = arrow_level.first_per_state(succ)
+        self.timer.mark("first")
+        new = self._unseen_arrow(firsts, depth, distinct_total)
+        self.timer.mark("unseen")
         if not inline:
-            new = self._annotate_arrow(new)
-        self.timer.mark("plan")
+            with interpreted(self.spark, new.num_rows <= INTERPRET_BELOW):
+                new = self._annotate_arrow(new)
+        self.timer.mark("annotate")
         return self._finish_arrow_level(new, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
                                         per_action)
 

@@ -176,26 +176,28 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     invariants evaluated on the new states in a job of their own (as for large levels) give the
     reference's counts, deadlock and violation. Driver levels expand through the union analyzed once
     per run (engine.expand.FixedExpansion), or with SSE_FIXED_PLAN=0 through the union planned again
-    for each level: both give the same search."""
+    for each level: both give the same search. Small levels' jobs run interpreted (INTERPRET_BELOW),
+    the alternating variant's compiled: the same search."""
     from engine import checker, expand
     fixed_calls = []
     real_successors = expand.FixedExpansion.successors
     monkeypatch.setattr(expand.FixedExpansion, "successors",
                         lambda self, *a: fixed_calls.append(1) or real_successors(self, *a))
-    inline, broadcast = checker.INLINE_ANNOTATION, checker.BROADCAST_ROWS
+    inline, broadcast, interpret = checker.INLINE_ANNOTATION, checker.BROADCAST_ROWS, checker.INTERPRET_BELOW
     auto = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     try:
-        for tag, on_driver, inline_rows, broadcast_rows, fixed in (
-                ("spark", lambda self, depth, n: False, inline, broadcast, "1"),
-                ("spark_shuffled", lambda self, depth, n: False, inline, 0, "1"),
-                ("alternating", lambda self, depth, n: depth % 2 == 0, inline, broadcast, "1"),
-                ("annotated_after", lambda self, depth, n: True, 0, broadcast, "1"),
-                ("per_level_plan", lambda self, depth, n: True, inline, broadcast, "0")):
+        for tag, on_driver, inline_rows, broadcast_rows, fixed, interpret_rows in (
+                ("spark", lambda self, depth, n: False, inline, broadcast, "1", interpret),
+                ("spark_shuffled", lambda self, depth, n: False, inline, 0, "1", interpret),
+                ("alternating", lambda self, depth, n: depth % 2 == 0, inline, broadcast, "1", -1),
+                ("annotated_after", lambda self, depth, n: True, 0, broadcast, "1", interpret),
+                ("per_level_plan", lambda self, depth, n: True, inline, broadcast, "0", interpret)):
             monkeypatch.setenv("SSE_FIXED_PLAN", fixed)
             fixed_calls.clear()
             monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
             monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline_rows)
             monkeypatch.setattr(checker, "BROADCAST_ROWS", broadcast_rows)
+            monkeypatch.setattr(checker, "INTERPRET_BELOW", interpret_rows)
             # Spark would broadcast so small a table of its own accord: not in the shuffled variant.
             spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if broadcast_rows == 0 else auto)
             code, res, err = check(capsys, tmp_path / tag, "--config", "no_deadlock", "--set", "Steps=1,3",
@@ -227,3 +229,23 @@ def test_fixed_expansion_refuses_successors_of_another_level():
                                            "_parent_fp2": pa.array([], pa.int64())}), frontier)
     with pytest.raises(RuntimeError, match="stale data"):
         FixedExpansion.check_parents(pa.table({"_parent_fp": [1, 3], "_parent_fp2": [10, 30]}), frontier)
+
+
+def test_interpreted_block_restores_the_session(spark):
+    """``interpreted`` turns code generation off for the jobs in the block and gives the session its
+    settings back after it, an error included."""
+    import pytest
+    from engine.checker import interpreted
+    spark.conf.set("spark.sql.codegen.wholeStage", "true")
+    with interpreted(spark):
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+        assert spark.sql("SELECT sum(id * 2) AS s FROM range(10)").collect()[0]["s"] == 90
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    with pytest.raises(ZeroDivisionError):
+        with interpreted(spark):
+            1 / 0
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    with interpreted(spark, on=False):
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
