@@ -124,6 +124,13 @@ class RunStore:
         self.state_columns = [f.name for f in state_schema.fields]
         self._lock_fd: int | None = None
         self._files: dict[int, list[str]] = {}
+        # The states and levels tables, held open while the run holds its lock (no other writer), and
+        # the depth each has committed: a commit then reads only the log entries it adds, not the
+        # whole log again (ledger chaining's last levels: 0.04 to 0.06 s a level, now about 0.015 s).
+        self._states: DeltaTable | None = None
+        self._levels: DeltaTable | None = None
+        self._committed = 0
+        self._levels_committed = 0
 
     # --- lifecycle -------------------------------------------------------------------------
     def open(self, spec_json: dict[str, Any]) -> None:
@@ -142,9 +149,15 @@ class RunStore:
                 shutil.rmtree(self.states_path)  # files of a run killed before its first commit
             DeltaTable.create(str(self.states_path), schema=self.arrow_schema, name="states",
                               description=f"reachable states of run {self.run_id}")
+        self._states = DeltaTable(str(self.states_path))
+        self._committed = self._states.transaction_version(self.run_id) or 0
+        if DeltaTable.is_deltatable(str(self.levels_path)):
+            self._levels = DeltaTable(str(self.levels_path))
+            self._levels_committed = self._levels.transaction_version(self.run_id) or 0
         self._load_files()
 
     def close(self) -> None:
+        self._states = self._levels = None
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -194,8 +207,9 @@ class RunStore:
 
     # --- states ----------------------------------------------------------------------------
     def committed_depth(self) -> int:
-        dt = DeltaTable(str(self.states_path))
-        return dt.transaction_version(self.run_id) or 0
+        if self._states is not None:
+            return self._committed
+        return DeltaTable(str(self.states_path)).transaction_version(self.run_id) or 0
 
     def level_dir(self, depth: int) -> Path:
         return self.states_path / f"depth-{depth:06d}"
@@ -243,12 +257,14 @@ class RunStore:
                 "generated_total": str(fig.generated_total), "seconds": f"{fig.seconds:.3f}",
                 "run_id": self.run_id, "finding": fig.finding or "",
                 "actions_generated": json.dumps(fig.actions, sort_keys=True)}
-        dt = DeltaTable(str(self.states_path))
+        dt = self._states if self._states is not None else DeltaTable(str(self.states_path))
         dt.create_write_transaction(
             actions, mode="append", schema=self.arrow_schema,
             commit_properties=CommitProperties(custom_metadata=meta,
                                                app_transactions=[Transaction(self.run_id, fig.depth)]),
         )
+        dt.update_incremental()  # the held table does not see its own commit otherwise
+        self._committed = fig.depth
         self._files[fig.depth] = sorted(a.path for a in actions)
         _test_hook("after-commit", fig.depth)
         self._append_levels([fig])
@@ -276,10 +292,10 @@ class RunStore:
 
     # --- levels, outcome, trace ------------------------------------------------------------
     def _append_levels(self, figs: list[LevelFigures]) -> None:
-        have = 0
-        if DeltaTable.is_deltatable(str(self.levels_path)):
-            have = DeltaTable(str(self.levels_path)).transaction_version(self.run_id) or 0
-        rows = [f for f in figs if f.depth > have]
+        if self._levels is None and DeltaTable.is_deltatable(str(self.levels_path)):
+            self._levels = DeltaTable(str(self.levels_path))
+            self._levels_committed = self._levels.transaction_version(self.run_id) or 0
+        rows = [f for f in figs if f.depth > self._levels_committed]
         if not rows:
             return
         table = pa.Table.from_pylist([{
@@ -287,9 +303,12 @@ class RunStore:
             "out_of_constraint": f.out_of_constraint, "distinct_total": f.distinct_total,
             "generated_total": f.generated_total, "seconds": f.seconds, "committed_at": _now(),
         } for f in rows], schema=LEVELS_SCHEMA)
-        write_deltalake(str(self.levels_path), table, mode="append", name="levels",
-                        commit_properties=CommitProperties(
-                            app_transactions=[Transaction(self.run_id, max(f.depth for f in rows))]))
+        last = max(f.depth for f in rows)
+        write_deltalake(self._levels if self._levels is not None else str(self.levels_path), table, mode="append",
+                        name="levels", commit_properties=CommitProperties(app_transactions=[Transaction(self.run_id, last)]))
+        if self._levels is None:
+            self._levels = DeltaTable(str(self.levels_path))
+        self._levels_committed = last
 
     def repair_levels(self) -> None:
         """After a kill between the states commit and the levels commit, add the missing rows."""
