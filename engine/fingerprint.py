@@ -2,9 +2,12 @@
 
 Spark's xxhash64 walks nested values without recording lengths or nulls, so on its own
 ``([1,2],[3])`` and ``([1],[2,3])`` hash alike, as do ``(null,"a")`` and ``("a",null)``. The state
-is therefore hashed as JSON text (``to_json``, nulls written): brackets delimit every array and
-object, every field is named, every string is quoted and escaped, so two different states are two
-different texts. Spark compiles ``to_json``; the earlier encoding, a length and a null flag per
+is therefore hashed as JSON text (``to_json``): brackets delimit every array and object, every
+field is named, every string is quoted and escaped, so two different states are two different
+texts. A struct field that is null is left out of its object (its key is missing: for a fixed
+schema that says the field is null as surely as ``null`` would), and a null in an array is written
+``null``. Leaving null fields out shortens bookkeeper's states by 29 % (its messages have eight
+fields, most of them null for any one kind of message) and their fingerprints by 11 %. Spark compiles ``to_json``; the earlier encoding, a length and a null flag per
 value built with ``transform`` lambdas that Spark interprets, cost three times as much (bookkeeper's
 states: 3.7 to 4.0 s against 1.3 s per 42,156 states). Columns whose JSON text could lose
 information (floating point, decimals, dates, times, binary) keep that encoding. Two 64-bit hashes
@@ -16,17 +19,17 @@ from __future__ import annotations
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, IntegerType, LongType,
                                MapType, ShortType, StringType, StructField, StructType)
 
-__all__ = ["FINGERPRINT_NOTE", "FINGERPRINT_SCHEME", "encode_args", "fingerprint_sql"]
+__all__ = ["FINGERPRINT_NOTE", "FINGERPRINT_SCHEME", "encode_args", "fingerprint_sql", "json_exact"]
 
 # Recorded in every run id: a warehouse fingerprinted by another scheme is not resumed.
-FINGERPRINT_SCHEME = "json-positional-xxhash64x2"
+FINGERPRINT_SCHEME = "json-positional-nonull-xxhash64x2"
 
 # Any constant works; it seeds the second hash through xxhash64's chaining of its arguments.
 _SECOND_SEED = "CAST(-7046029254386353131 AS BIGINT)"
 
 FINGERPRINT_NOTE = (
-    "128-bit fingerprints (two differently seeded xxhash64 over the state as JSON text, nulls "
-    "written); collision probability below N^2/2^129 for N distinct states"
+    "128-bit fingerprints (two differently seeded xxhash64 over the state as JSON text, null fields "
+    "left out); collision probability below N^2/2^129 for N distinct states"
 )
 
 
@@ -96,6 +99,6 @@ def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "") -> tu
     if exact:
         short = _positional(StructType(exact_types)).simpleString()
         args.insert(0, f"to_json(CAST(named_struct({', '.join(exact)}) AS {short}), "
-                       f"map('ignoreNullFields', 'false'))")
+                       f"map('ignoreNullFields', 'true'))")
     joined = ", ".join(args)
     return f"xxhash64({joined})", f"xxhash64({_SECOND_SEED}, {joined})"

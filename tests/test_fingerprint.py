@@ -24,8 +24,9 @@ def test_nulls_and_string_boundaries_are_part_of_the_fingerprint(spark):
 
 
 def test_nested_nulls_strings_and_boundaries_are_part_of_the_fingerprint(spark):
-    """Within arrays of structs (hashed as JSON text): a null field, a null element, a string
-    holding JSON punctuation, and where one array ends and the next begins."""
+    """Within arrays of structs (hashed as JSON text, null fields left out): a null field, a struct
+    whose every field is null, a null element, a string holding JSON punctuation, and where one array
+    ends and the next begins."""
     from pyspark.sql.types import StructType
     ddl = "p array<struct<a:int, b:string>>, q array<struct<a:int, b:string>>"
     t = [f.dataType for f in StructType.fromDDL(ddl).fields]
@@ -33,7 +34,9 @@ def test_nested_nulls_strings_and_boundaries_are_part_of_the_fingerprint(spark):
         ([{"a": 1, "b": None}], []),
         ([{"a": None, "b": "1"}], []),
         ([None], []),
+        ([{"a": None, "b": None}], []),
         ([], [None]),
+        ([], []),
         ([{"a": 1, "b": 'x"},{"a":2'}], []),
         ([{"a": 1, "b": "x"}, {"a": 2, "b": None}], []),
         ([{"a": 1, "b": "x"}], [{"a": 2, "b": None}]),
