@@ -20,15 +20,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from pyspark import StorageLevel
+from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from . import arrow_level
 from .assume import check_assumptions
-from .expand import CompiledModel, FixedExpansion, compile_model
+from .expand import CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model
 from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
+from . import invariants
 from .invariants import InvariantSuite
 from .itf import parse_shape, write_itf
 from .model import RunSpec
@@ -64,6 +66,13 @@ LOCAL_FRONTIER_BYTES = 1 << 20
 # A large level's picked rows are fetched from its successors by a broadcast join on their row
 # numbers up to this many (16 bytes each), by a shuffled join beyond.
 BROADCAST_ROWS = 10_000_000
+# A large level's narrow columns are worked on the driver when it generated at most this many
+# successors: its distinct states' keys (fingerprint, order key, row id), anti-joined against the
+# driver's copy of the seen fingerprints and put in TLC's order there (while the run has fewer than
+# arrow_level.DRIVER_SEEN_MAX states), and its new states' constraint and invariant columns (a few
+# booleans each), counted and validated by the suite there. Above, all of it runs in Spark (the seen
+# index, a range sort, a count and the suite's own aggregation): the driver's memory stays flat.
+NARROW_ON_DRIVER = 4_000_000
 # Up to this many frontier states, a level's successors are computed in one task per core.
 SMALL_FRONTIER = 20_000
 # A level's shuffles (de-duplication, anti-join) get a partition per this many successors, at least
@@ -201,18 +210,20 @@ class _Search:
         self.seen_fps: arrow_level.SeenFingerprints | None = None
         # (depth, stored states) of the last level finished on the driver: the next level's frontier.
         self.held: tuple[int, pa.Table] | None = None
-        # Small levels expand through the union analyzed once per run (SSE_FIXED_PLAN=0: each level
-        # analyzes it again).
-        self.fixed: FixedExpansion | None = None
-        if os.environ.get("SSE_FIXED_PLAN", "1") != "0":
-            self.fixed = FixedExpansion(spark, cm, store.root / "_frontier",
-                                        StructType([store.spark_schema[c] for c in [*self.vars, "_ord", "_fp", "_fp2"]]),
-                                        self._finish_expansion)
+        # (depth, checkpointed new states, its RDD id) of the last level finished by Spark: the next
+        # level's frontier without reading its Parquet files back and checkpointing them again.
+        self.kept: tuple[int, DataFrame, int | None] | None = None
+        # Small levels run the union planned once per run (SSE_FIXED_PLAN=0: planned again each level).
+        self.held_union: HeldExpansion | None = None
+        if os.environ.get("SSE_FIXED_PLAN", "1") != "0" and HeldExpansion.supports(cm.schema):
+            # (Hadoop's listing hides names starting with _ or ., the folder read included.)
+            self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf", self._finish_expansion,
+                                            f"sse_frontier_{abs(hash(store.root)):x}")
 
     def close(self) -> None:
         self.index.release()
-        if self.fixed is not None:
-            self.fixed.close()
+        if self.held_union is not None:
+            self.held_union.close()
 
     # ---- stages ---------------------------------------------------------------------------
     @staticmethod
@@ -263,7 +274,7 @@ class _Search:
             self.index.add(self.seen(seen_depth))  # the first use, or a resumed run
         return self.index.unseen(firsts)
 
-    def new_states(self, succ: DataFrame, depth: int, anti_join: bool, n_seen: int = 0) -> DataFrame:
+    def new_states(self, succ: DataFrame, depth: int, anti_join: bool, n_seen: int = 0, n_gen: int = 0) -> DataFrame:
         """The new states of level ``depth``, one per fingerprint (the first in TLC's order),
         numbered in that order (``_ord``), with their constraint and invariant columns, checkpointed.
 
@@ -280,10 +291,23 @@ class _Search:
             picked = self._by_row_id(rows, firsts.select("_i").localCheckpoint(eager=True), "left_semi")
             rows = self._with_stages(picked.drop("_fp", "_fp2"), self.fp_stages).localCheckpoint(eager=True)
             firsts = self.first_keys(rows)
-        new = self.unseen(firsts, depth - 1, n_seen) if anti_join else firsts
-        order = (new.localCheckpoint(eager=True).orderBy("_key", "_fp", "_fp2")
-                 .select("_i", F.monotonically_increasing_id().alias("_ord")).localCheckpoint(eager=True))
-        cand = self._by_row_id(rows, order, "inner").select(
+        if anti_join and n_seen < arrow_level.DRIVER_SEEN_MAX and n_gen <= NARROW_ON_DRIVER:
+            # The anti-join and TLC's order on the driver: the keys are 32 bytes a state, the seen
+            # fingerprints the driver's copy (where Spark's index merges past every seen state).
+            keys = firsts.toArrow()
+            self.timer.mark("firsts")
+            new = arrow_level.in_tlc_order(self._driver_seen(depth - 1).unseen(keys))
+            order = self.spark.createDataFrame(pa.table({"_i": new["_i"], "_ord": arrow_level.positions(new.num_rows)}))
+            n_picked = new.num_rows
+            self.timer.mark("unseen")
+        else:
+            new = (self.unseen(firsts, depth - 1, n_seen) if anti_join else firsts).localCheckpoint(eager=True)
+            self.timer.mark("unseen")
+            order = (new.orderBy("_key", "_fp", "_fp2")
+                     .select("_i", F.monotonically_increasing_id().alias("_ord")).localCheckpoint(eager=True))
+            n_picked = None
+            self.timer.mark("order")
+        cand = self._by_row_id(rows, order, "inner", n_picked).select(
             *self.vars, "_fp", "_fp2", F.lit(depth).cast("int").alias("_depth"), "_ord",
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
             F.expr(self.in_model_expr).alias("_in_model"),
@@ -291,9 +315,10 @@ class _Search:
         return self.suite.with_columns(cand).localCheckpoint(eager=True)
 
     @staticmethod
-    def _by_row_id(rows: DataFrame, picked: DataFrame, how: str) -> DataFrame:
-        """The rows of ``rows`` whose ``_i`` is in ``picked`` (checkpointed), with its columns."""
-        small = picked.count() <= BROADCAST_ROWS
+    def _by_row_id(rows: DataFrame, picked: DataFrame, how: str, n_picked: int | None = None) -> DataFrame:
+        """The rows of ``rows`` whose ``_i`` is in ``picked`` (checkpointed, or on the driver: ``n_picked``
+        rows), with its columns."""
+        small = (picked.count() if n_picked is None else n_picked) <= BROADCAST_ROWS
         return rows.join(F.broadcast(picked) if small else picked, "_i", how)
 
     def write_level(self, cand: DataFrame, depth: int) -> None:
@@ -358,10 +383,11 @@ class _Search:
     def _frontier(self, depth: int) -> DataFrame:
         """The level's stored states as the actions' ``frontier``: the variables, ``_parent`` (the
         identity successors carry), and the row's own ``_ord``, ``_fp``, ``_fp2``."""
-        return (self.read_level(depth)
-                .selectExpr(*[f"`{v}`" for v in self.vars],
-                            "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent",
-                            "_ord", "_fp", "_fp2"))
+        return self._as_frontier(self.read_level(depth))
+
+    def _as_frontier(self, states: DataFrame) -> DataFrame:
+        return states.selectExpr(*[f"`{v}`" for v in self.vars],
+                                 "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent", "_ord", "_fp", "_fp2")
 
     def _annotate(self, df: DataFrame) -> DataFrame:
         """``df`` with the state constraint (``_in_model``) and every invariant evaluated."""
@@ -370,9 +396,16 @@ class _Search:
     def _spark_level(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int,
                      t0: float) -> dict | None:
         """A level whose successors stay in Spark, from the actions to the written Parquet files."""
-        # localCheckpoint materializes the level once and gives later jobs a one-node plan:
-        # re-planning the union of every action for each job cost about a second a level.
-        frontier = self._frontier(depth).localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        # The frontier is a checkpoint, read by each action's branch as one node (re-planning the union of
+        # every action for each job cost about a second a level): the new states the level before kept
+        # checkpointed when Spark finished it, or its stored files read back and checkpointed.
+        if self.kept is not None and self.kept[0] == depth:
+            # A partition per core: the kept states are in the partitions of the level's successors
+            # (the union's, a branch per action each), and each would be a task per action again.
+            frontier = self._as_frontier(_unplanned(self.kept[1]).where("_in_model")
+                                         .coalesce(self.spark.sparkContext.defaultParallelism))
+        else:
+            frontier = self._frontier(depth).localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
         self.timer.mark("frontier")
         successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
         if n_frontier <= SMALL_FRONTIER:
@@ -380,20 +413,25 @@ class _Search:
             # whole plan. A small level gets one task per core (verified_log's one-state level
             # took 61 tasks in all, now 10).
             successors = successors.coalesce(self.spark.sparkContext.defaultParallelism)
-        succ = self.with_row_ids(self.fingerprint(successors, as_generated=self.dedupe_raw_first)
-                                 .localCheckpoint(eager=True))
-        # A terminal finding looks at states whose only successors (if any) are themselves.
+        # The successors are counted, per action too (TLC's coverage), while they are checkpointed
+        # (observed metrics: no job of their own). The parents that have one (deadlock) or one that
+        # moves (terminal findings) are distinct counts, which need a job, where they are asked for.
         moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
-        # One job counts the successors, per action too (TLC's coverage), and the parents that
-        # have one (deadlock) or one that moves (terminal findings), where those are asked for.
         names = self.cm.action_names
-        aggs = [F.count(F.lit(1)).alias("n")]
-        aggs += [F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}") for i, a in enumerate(names)]
+        counted = Observation(f"successors of level {depth}")
+        succ = self.with_row_ids(self.fingerprint(successors, as_generated=self.dedupe_raw_first)
+                                 .observe(counted, F.count(F.lit(1)).alias("n"),
+                                          *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
+                                            for i, a in enumerate(names)])
+                                 .localCheckpoint(eager=True))
+        agg = dict(counted.get)
+        distinct = []
         if self.spec.deadlock:
-            aggs.append(F.count_distinct("_parent_ord").alias("p"))
+            distinct.append(F.count_distinct("_parent_ord").alias("p"))
         if self.cm.terminal_exprs:
-            aggs.append(F.count_distinct(F.when(moving, F.col("_parent_ord"))).alias("m"))
-        agg = succ.agg(*aggs).collect()[0].asDict()
+            distinct.append(F.count_distinct(F.when(moving, F.col("_parent_ord"))).alias("m"))
+        if distinct:
+            agg.update(succ.agg(*distinct).collect()[0].asDict())
         n_gen = int(agg["n"])
         self._measure_fanout(n_gen, n_frontier)
         self.spark.conf.set("spark.sql.shuffle.partitions",
@@ -411,8 +449,8 @@ class _Search:
             first = (frontier.join(enabled, on="_ord", how="left_anti")
                      .orderBy("_ord").limit(1).select("_fp", "_fp2").collect()[0])
             deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
-        cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total)
-        self.timer.mark("plan")
+        cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total, n_gen=n_gen)
+        self.timer.mark("fetch")
         finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
                                      per_action)
         frontier.unpersist()
@@ -427,10 +465,7 @@ class _Search:
         # chaining's largest levels, one in six successors is new and the invariants' lambdas were
         # half of the job's time).
         inline = n_frontier * self._fanout() <= INLINE_ANNOTATION
-        table = self._level_table(depth, [*self.vars, "_ord", "_fp", "_fp2"])
-        self.timer.mark("frontier")
-        with interpreted(self.spark, n_frontier * self._fanout() <= INTERPRET_BELOW):
-            succ = self._expand_arrow(depth, table, inline)
+        succ = self._expand_arrow(depth, n_frontier, inline)
         n_gen = succ.num_rows
         if n_gen:
             self.row_bytes = arrow_level.table_bytes(succ) / n_gen
@@ -473,23 +508,31 @@ class _Search:
         return pads.dataset(self.store.level_files(depth), format="parquet",
                             schema=self.store.arrow_schema).to_table(columns=columns)
 
-    def _expand_arrow(self, depth: int, table: pa.Table, annotate: bool) -> pa.Table:
-        """The successors of level ``depth`` (its states in ``table``), fingerprinted (and annotated),
-        as Arrow."""
-        if self.fixed is not None:
+    def _expand_arrow(self, depth: int, n_frontier: int, annotate: bool) -> pa.Table:
+        """The successors of level ``depth`` (``n_frontier`` states), fingerprinted (and annotated), as
+        Arrow."""
+        small = n_frontier * self._fanout() <= INTERPRET_BELOW
+        table = self._level_table(depth, [*self.vars, "_ord", "_fp", "_fp2"])
+        self.timer.mark("frontier")
+        if self.held_union is not None:
             try:
-                succ = self.fixed.successors(self.store.level_files(depth), annotate).toArrow()
-            except PySparkException as exc:
+                self.held_union.prepare(annotate)  # planned with generated code, once
+                with interpreted(self.spark, small):
+                    # A handful of states: one task (the plan's tasks each deserialize it, and wait for
+                    # the one that parses the frontier).
+                    succ = self.held_union.successors(table, annotate, 1 if small else None)
+            except (PySparkException, Py4JError, HeldPlanUnavailable) as exc:
                 # Not expected; the per-level plan below does the same work, only slower.
                 print(f"engine: planning each level from the SQL text ({str(exc).strip().splitlines()[0]})",
                       file=sys.stderr)
-                self.fixed.close()
-                self.fixed = None
+                self.held_union.close()
+                self.held_union = None
             else:
-                self.fixed.check_parents(succ, table)
+                HeldExpansion.check_parents(succ, table)
                 return succ
-        successors = self.cm.successors(self.spark, self._arrow_frontier(table).drop("_ord", "_fp", "_fp2"))
-        return self._finish_expansion(successors, annotate).toArrow()
+        with interpreted(self.spark, small):
+            successors = self.cm.successors(self.spark, self._arrow_frontier(table).drop("_ord", "_fp", "_fp2"))
+            return self._finish_expansion(successors, annotate).toArrow()
 
     def _finish_expansion(self, successors: DataFrame, annotate: bool) -> DataFrame:
         """The union's successors in a task per core, fingerprinted, annotated when ``annotate``."""
@@ -531,13 +574,17 @@ class _Search:
         ratio = n_gen / max(n_frontier, 1)
         self.fanout = ratio if self.fanout is None else max(self.fanout, ratio)
 
+    def _driver_seen(self, depth: int) -> arrow_level.SeenFingerprints:
+        """The driver's copy of the fingerprints stored through ``depth`` (read once, then grown by each
+        committed level)."""
+        if self.seen_fps is None:
+            self.seen_fps = arrow_level.SeenFingerprints.from_files(self.store.all_files(depth), self.store.arrow_schema)
+        return self.seen_fps
+
     def _unseen_arrow(self, states: pa.Table, depth: int, n_seen: int) -> pa.Table:
         """``states`` without those stored through ``depth`` (``n_seen`` of them)."""
         if n_seen < arrow_level.DRIVER_SEEN_MAX:
-            if self.seen_fps is None:
-                self.seen_fps = arrow_level.SeenFingerprints.from_files(self.store.all_files(depth),
-                                                                        self.store.arrow_schema)
-            return self.seen_fps.unseen(states)
+            return self._driver_seen(depth).unseen(states)
         self.seen_fps = None  # past DRIVER_SEEN_MAX the seen states stay in Spark (the driver's memory stays flat)
         probe = self.spark.createDataFrame(pa.table({"_fp": states["_fp"], "_fp2": states["_fp2"],
                                                      "_i": arrow_level.positions(states.num_rows)}))
@@ -565,8 +612,15 @@ class _Search:
     def _release(self) -> None:
         # Local checkpoints live until the JVM collects their RDDs; a level needs none of the last's
         # (the seen index's fragments excepted).
+        keep = set(self.index.rdd_ids)
+        if self.kept is not None and self._figs and self.kept[0] == self._figs[-1].depth and self.kept[2] is not None:
+            keep.add(self.kept[2])  # the next level's frontier
+        else:
+            self.kept = None
+        if self.held_union is not None and self.held_union.cache_rdd_id() is not None:
+            keep.add(self.held_union.cache_rdd_id())
         for rdd_id, rdd in self.spark.sparkContext._jsc.getPersistentRDDs().items():
-            if int(rdd_id) not in self.index.rdd_ids:
+            if int(rdd_id) not in keep:
                 rdd.unpersist(False)
 
     def _frontier_size(self, depth: int) -> int:
@@ -575,11 +629,20 @@ class _Search:
     def _finish_level(self, cand: DataFrame, depth: int, n_gen: int, distinct_total: int,
                       generated_total: int, t0: float, deadlocked: dict | None,
                       per_action: dict[str, int]) -> dict | None:
-        counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"),
-                          F.count_if(~F.col("_in_model")).alias("o")).collect()[0]
-        n_new, n_out = int(counts["i"]), int(counts["o"])
-        self.timer.mark("dedupe")
-        report = self.suite.validate(cand)
+        if n_gen <= NARROW_ON_DRIVER:
+            # The constraint and invariant columns (booleans) in one job, counted and validated by the
+            # suite on the driver, where a count and the suite's aggregation over Spark were two jobs.
+            flags = cand.select("_in_model", *[InvariantSuite.column(n) for n in self.suite.names]).toArrow()
+            n_new = int(pc.sum(flags["_in_model"]).as_py() or 0)
+            n_out = flags.num_rows - n_new
+            self.timer.mark("dedupe")
+            report = self.suite.validate_arrow(flags)
+        else:
+            counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"),
+                              F.count_if(~F.col("_in_model")).alias("o")).collect()[0]
+            n_new, n_out = int(counts["i"]), int(counts["o"])
+            self.timer.mark("dedupe")
+            report = self.suite.validate(cand)
         self.timer.mark("gx")
         violation = self.first_violation(cand, report.failed) if not report.success else None
         if self._deadlock_first(deadlocked, violation):
@@ -588,7 +651,10 @@ class _Search:
         if n_new:
             self.write_level(cand, depth)
         self.timer.mark("write")
-        cand.unpersist()
+        # Kept as the next level's frontier (released with that level) unless the search stops here.
+        self.kept = (depth, cand, _checkpoint_rdd_id(cand)) if n_new and not violation else None
+        if self.kept is None:
+            cand.unpersist()
         return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, violation,
                                   per_action, None)
 
@@ -665,10 +731,28 @@ class _Search:
         return None
 
 
+def _unplanned(checkpoint: DataFrame) -> DataFrame:
+    """A (local) checkpoint's rows under a plan of their own. A checkpoint's plan keeps the constraints
+    and statistics of the query that made it, which for a level's new states include the frontier's
+    own: carried from level to level, they grew until optimizing a level took minutes (and the heap)."""
+    spark = checkpoint.sparkSession
+    plan = checkpoint._jdf.queryExecution().analyzed()
+    schema = spark._jsparkSession.parseDataType(checkpoint.schema.json())
+    return DataFrame(spark._jsparkSession.internalCreateDataFrame(plan.rdd(), schema, False), spark)
+
+
+def _checkpoint_rdd_id(df: DataFrame) -> int | None:
+    """The id of the RDD holding a (local) checkpoint's rows: the one node of its plan."""
+    plan = df._jdf.queryExecution().analyzed()
+    return int(plan.rdd().id()) if plan.getClass().getSimpleName() == "LogicalRDD" else None
+
+
 def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress: ProgressFn | None = None,
           fresh: bool = False, spark: SparkSession | None = None) -> Outcome:
     started = time.time()
     warehouse = check_warehouse(Path(warehouse))
+    if spec.invariants:
+        invariants.preload()
     t_spark = time.time()
     spark = spark or get_spark(master)
     spark_startup = time.time() - t_spark

@@ -61,6 +61,11 @@ def _json_exact(dtype: DataType) -> bool:
     return isinstance(dtype, (BooleanType, ByteType, ShortType, IntegerType, LongType, StringType))
 
 
+def json_exact(schema: StructType) -> bool:
+    """Whether every column of ``schema`` is written as JSON exactly and read back as the same value."""
+    return all(_json_exact(f.dataType) for f in schema.fields)
+
+
 def _positional(dtype: DataType) -> DataType:
     """``dtype`` with every struct field named by its position (``a``, ``b``, ..., ``z``, ``ba``, ...)."""
     if isinstance(dtype, StructType):

@@ -170,20 +170,22 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
 
 def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path, monkeypatch, spark):
     """A small level is finished on the driver as Arrow (engine.arrow_level), a large one by Spark
-    jobs. Every level in Spark (its picked rows fetched by broadcast joins, or by shuffled joins as
-    for the largest levels), levels alternating between the two (so each path starts from the
+    jobs. Every level in Spark (anti-joined and ordered on the driver, its picked rows fetched by
+    broadcast joins; or, as for the largest levels, anti-joined, ordered and validated by the suite in
+    Spark and its rows fetched by shuffled joins), levels alternating between the two (so each path starts from the
     other's stored level and seen states), and every level on the driver with the constraint and
     invariants evaluated on the new states in a job of their own (as for large levels) give the
-    reference's counts, deadlock and violation. Driver levels expand through the union analyzed once
-    per run (engine.expand.FixedExpansion), or with SSE_FIXED_PLAN=0 through the union planned again
-    for each level: both give the same search. Small levels' jobs run interpreted (INTERPRET_BELOW),
-    the alternating variant's compiled: the same search."""
+    reference's counts, deadlock and violation. Driver levels run the union planned once per run
+    (engine.expand.HeldExpansion), or with SSE_FIXED_PLAN=0 the union planned again for each level:
+    both give the same search. Small levels' jobs run interpreted (INTERPRET_BELOW), the alternating
+    variant's compiled: the same search."""
     from engine import checker, expand
-    fixed_calls = []
-    real_successors = expand.FixedExpansion.successors
-    monkeypatch.setattr(expand.FixedExpansion, "successors",
-                        lambda self, *a: fixed_calls.append(1) or real_successors(self, *a))
+    held_calls = []
+    real_successors = expand.HeldExpansion.successors
+    monkeypatch.setattr(expand.HeldExpansion, "successors",
+                        lambda self, *a, **k: held_calls.append(1) or real_successors(self, *a, **k))
     inline, broadcast, interpret = checker.INLINE_ANNOTATION, checker.BROADCAST_ROWS, checker.INTERPRET_BELOW
+    narrow = checker.NARROW_ON_DRIVER
     auto = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     try:
         for tag, on_driver, inline_rows, broadcast_rows, fixed, interpret_rows in (
@@ -193,17 +195,19 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
                 ("annotated_after", lambda self, depth, n: True, 0, broadcast, "1", interpret),
                 ("per_level_plan", lambda self, depth, n: True, inline, broadcast, "0", interpret)):
             monkeypatch.setenv("SSE_FIXED_PLAN", fixed)
-            fixed_calls.clear()
+            held_calls.clear()
             monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
             monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline_rows)
             monkeypatch.setattr(checker, "BROADCAST_ROWS", broadcast_rows)
             monkeypatch.setattr(checker, "INTERPRET_BELOW", interpret_rows)
+            monkeypatch.setattr(checker, "NARROW_ON_DRIVER", 0 if tag == "spark_shuffled" else narrow)
             # Spark would broadcast so small a table of its own accord: not in the shuffled variant.
             spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if broadcast_rows == 0 else auto)
             code, res, err = check(capsys, tmp_path / tag, "--config", "no_deadlock", "--set", "Steps=1,3",
                                    "--set", "Max=9", "--set", "Cap=6")
             want = bfs({1, 3}, 9, cap=6, deadlock=False)
             assert code == 0, err
+            assert "planning each level" not in err  # the held plan did not fall back
             assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
                 (want["distinct"], want["generated"], want["depth"])
             code, res, _ = check(capsys, tmp_path / tag, "--set", "Steps=1,2", "--set", "Max=5")
@@ -211,24 +215,77 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
             code, res, _ = check(capsys, tmp_path / tag, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
                                  "--set", "Limit=5")
             assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
-            # Driver levels used the fixed plan unless it was turned off; Spark levels never do.
-            assert bool(fixed_calls) == (tag in ("alternating", "annotated_after")), (tag, len(fixed_calls))
+            # Driver levels used the held plan unless it was turned off; Spark levels never do.
+            assert bool(held_calls) == (tag in ("alternating", "annotated_after")), (tag, len(held_calls))
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", auto)
 
 
-def test_fixed_expansion_refuses_successors_of_another_level():
-    """Successors whose parents are not the frontier just written (stale cached data) are an error,
-    not a wrong search."""
+def test_held_expansion_refuses_successors_of_another_level():
+    """Successors whose parents are not the frontier just written (stale data) are an error, not a
+    wrong search."""
     import pyarrow as pa
     import pytest
-    from engine.expand import FixedExpansion
+    from engine.expand import HeldExpansion
     frontier = pa.table({"_fp": [1, 2], "_fp2": [10, 20]})
-    FixedExpansion.check_parents(pa.table({"_parent_fp": [1, 2, 2], "_parent_fp2": [10, 20, 20]}), frontier)
-    FixedExpansion.check_parents(pa.table({"_parent_fp": pa.array([], pa.int64()),
-                                           "_parent_fp2": pa.array([], pa.int64())}), frontier)
+    HeldExpansion.check_parents(pa.table({"_parent_fp": [1, 2, 2], "_parent_fp2": [10, 20, 20]}), frontier)
+    HeldExpansion.check_parents(pa.table({"_parent_fp": pa.array([], pa.int64()),
+                                          "_parent_fp2": pa.array([], pa.int64())}), frontier)
     with pytest.raises(RuntimeError, match="stale data"):
-        FixedExpansion.check_parents(pa.table({"_parent_fp": [1, 3], "_parent_fp2": [10, 30]}), frontier)
+        HeldExpansion.check_parents(pa.table({"_parent_fp": [1, 3], "_parent_fp2": [10, 30]}), frontier)
+
+
+def test_held_expansion_runs_each_new_frontier(spark, tmp_path):
+    """The union planned once (engine.expand.HeldExpansion) and run again over frontier A, then B, then
+    A gives, each time, what the union planned afresh over that frontier gives: the same successors,
+    fingerprints and keys. The frontiers hold what a JSON round trip could get wrong: quotes,
+    backslashes, newlines and non-ASCII text in strings, empty strings and arrays, a null struct,
+    fingerprints at the ends of the 64-bit range. A schema that JSON cannot carry exactly is not held."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+    from engine.expand import HeldExpansion, compile_model
+    from engine.fingerprint import fingerprint_sql
+    from engine.model import load_model
+    from engine.session import declare_constants
+    model = load_model("tokens", TEST_MODELS)
+    declare_constants(spark, model, {"Procs": ["p1", "p2", "p3"], "Max": 2, "LogLen": 3})
+    cm = compile_model(spark, model)
+    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
+
+    def finish(union, annotate):
+        return union.coalesce(2).selectExpr("*", f"{fp1} AS _fp", f"{fp2} AS _fp2")
+
+    schema = to_arrow_schema(StructType([*cm.schema.fields, StructField("_ord", LongType()),
+                                         StructField("_fp", LongType()), StructField("_fp2", LongType())]))
+    a = pa.Table.from_pylist([
+        {"cnt": [0, 1, 2], "owner": "", "log": [], "done": [], "last": None,
+         "_ord": 0, "_fp": -(2 ** 63), "_fp2": 2 ** 63 - 1},
+        {"cnt": [1, 0, 0], "owner": 'p"2\\\n\u00e9', "log": ["p1", "x,]}"], "done": ["p1"],
+         "last": {"who": None, "n": 1}, "_ord": 1, "_fp": 5, "_fp2": -5},
+    ], schema=schema)
+    b = pa.Table.from_pylist([{"cnt": [2, 2, 0], "owner": "p3", "log": ["p3"], "done": ["p3"],
+                               "last": {"who": "p1", "n": 2}, "_ord": 7, "_fp": 11, "_fp2": 12}], schema=schema)
+
+    def fresh(frontier):
+        df = spark.createDataFrame(frontier).selectExpr(
+            *[f"`{f.name}`" for f in cm.schema.fields], "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent")
+        return finish(cm.successors(spark, df), False).toArrow()
+
+    def rows(t):
+        return sorted(t.to_pylist(), key=lambda r: (r["_parent_ord"], r["_key"], r["_fp"]))
+
+    held = HeldExpansion(spark, cm, tmp_path / "_frontier" / "leaf", finish, "test_held_frontier")
+    try:
+        for frontier in (a, b, a):
+            got = held.successors(frontier, False, tasks=1)
+            assert got.num_rows > 0
+            assert rows(got) == rows(fresh(frontier))
+    finally:
+        held.close()
+    assert not (tmp_path / "_frontier").exists()
+    assert HeldExpansion.supports(cm.schema)
+    assert not HeldExpansion.supports(StructType([StructField("x", DoubleType())]))
 
 
 def test_interpreted_block_restores_the_session(spark):
@@ -249,3 +306,22 @@ def test_interpreted_block_restores_the_session(spark):
     assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
     with interpreted(spark, on=False):
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+
+
+def test_a_kept_level_is_planned_afresh(spark):
+    """A level finished by Spark keeps its checkpointed new states as the next frontier. A checkpoint's
+    plan remembers the query that made it (its constraints, statistics, and through them the level
+    before's): carried from level to level that chain grew until a ledger chaining level's jobs took a
+    minute and the heap ran out. The frontier is planned over the checkpoint's rows alone: the same
+    rows and RDD, none of the origin's constraints."""
+    from engine.checker import _checkpoint_rdd_id, _unplanned
+    made = spark.range(100).where("id % 3 = 0").selectExpr("id", "id * 2 AS y").localCheckpoint(eager=True)
+    fresh = _unplanned(made)
+
+    def constraints(df):
+        return int(df._jdf.queryExecution().optimizedPlan().constraints().size())
+
+    assert constraints(made) > 0
+    assert constraints(fresh) == 0
+    assert _checkpoint_rdd_id(fresh) == _checkpoint_rdd_id(made) is not None
+    assert sorted(r["y"] for r in fresh.collect()) == [i * 2 for i in range(0, 100, 3)]
