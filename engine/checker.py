@@ -32,6 +32,7 @@ from .expand import CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_m
 from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
 from . import invariants
 from .invariants import InvariantSuite
+from .errors import ModelError
 from .itf import parse_shape, write_itf
 from .model import RunSpec
 from .session import declare_constants, get_spark
@@ -522,6 +523,8 @@ class _Search:
                     # the one that parses the frontier).
                     succ = self.held_union.successors(table, annotate, 1 if small else None)
             except (PySparkException, Py4JError, HeldPlanUnavailable) as exc:
+                if isinstance(exc, PySparkException) and self.cm.locate_error(exc):
+                    raise  # the model's SQL failed: planning it again would fail the same way
                 # Not expected; the per-level plan below does the same work, only slower.
                 print(f"engine: planning each level from the SQL text ({str(exc).strip().splitlines()[0]})",
                       file=sys.stderr)
@@ -785,6 +788,13 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
             search._figs = figs
         try:
             res = search.run(resume_from, totals)
+        except PySparkException as exc:
+            where = cm.locate_error(exc)
+            if where is None:
+                raise
+            depth = search._figs[-1].depth + 1 if search._figs else 1
+            raise ModelError(f"{where}: the model's SQL failed while computing depth {depth}: "
+                             f"{str(exc).strip().splitlines()[0]}") from None
         finally:
             search.close()
         trace: list[dict[str, Any]] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -105,6 +105,8 @@ class CompiledModel:
     invariant_exprs: dict[str, str]
     constraint_exprs: dict[str, str]
     terminal_exprs: dict[str, str] = None  # type: ignore[assignment]
+    # Each action's place in ``successors_sql``: (start, end, file, offset of the file's text).
+    spans: list[tuple[int, int, SqlFile, int]] = field(default_factory=list)
 
     @property
     def action_names(self) -> list[str]:
@@ -117,6 +119,32 @@ class CompiledModel:
     def successors(self, spark: SparkSession, frontier: DataFrame) -> DataFrame:
         frontier.createOrReplaceTempView("frontier")
         return spark.sql(self.successors_sql)
+
+    def locate_error(self, exc: PySparkException) -> str | None:
+        """``file:line`` of the model SQL an error Spark raised while running it points at (its query
+        context), or None when it points at none (an error of the engine or of Spark itself)."""
+        for ctx in exc.getQueryContext() or []:
+            try:
+                fragment, start = ctx.fragment(), ctx.startIndex()
+            except Exception:  # a DataFrame context has no SQL text
+                continue
+            if not fragment:
+                continue
+            # An action's SQL runs inside the union of every action: the offset names the branch.
+            if 0 <= start and self.successors_sql[start:start + len(fragment)] == fragment:
+                for lo, hi, f, at in self.spans:
+                    if lo <= start < hi:
+                        return f"{f.path}:{_line(f.text, start - at)}"
+            found = [f for f in self.model.sql_files() if fragment in f.text]
+            if found:
+                f = found[0]
+                return f"{f.path}:{_line(f.text, f.text.index(fragment))}"
+        return None
+
+
+def _line(text: str, offset: int) -> int:
+    """The line of ``text`` at ``offset`` (the first, before the text starts; 1-based)."""
+    return text.count("\n", 0, max(offset, 0)) + 1
 
 
 def _analyze(spark: SparkSession, f: SqlFile, sql: str) -> StructType:
@@ -177,7 +205,7 @@ def compile_model(spark: SparkSession, model: Model) -> CompiledModel:
     choice = "CAST(_choice AS BIGINT)" if has_choice else "CAST(0 AS BIGINT)"
     init_sql = f"SELECT {casts()}, {choice} AS _key, 'Init' AS _action FROM (\n{init_body})"
 
-    branches = []
+    branches, spans, at = [], [], 0
     for idx, f in enumerate(model.actions):
         body = _clean(f.text)
         out = _analyze(spark, f, body)
@@ -192,10 +220,12 @@ def compile_model(spark: SparkSession, model: Model) -> CompiledModel:
         key = (f"_parent.ord * {1 << (ACTION_BITS + CHOICE_BITS)} + "
                f"IF(({ch}) BETWEEN 0 AND {MAX_CHOICE}, {sub}, "
                f"raise_error('{f.name}: _choice out of range 0..{MAX_CHOICE}'))")
-        branches.append(
-            f"SELECT {casts()}, _parent.fp AS _parent_fp, _parent.fp2 AS _parent_fp2, _parent.ord AS _parent_ord,\n"
-            f"  {key} AS _key, '{f.name}' AS _action\nFROM (\n{body})"
-        )
+        head = (f"SELECT {casts()}, _parent.fp AS _parent_fp, _parent.fp2 AS _parent_fp2, _parent.ord AS _parent_ord,\n"
+                f"  {key} AS _key, '{f.name}' AS _action\nFROM (\n")
+        branches.append(f"{head}{body})")
+        # The body is the file's text from its first non-blank character (_clean).
+        spans.append((at, at + len(branches[-1]), f, at + len(head) - (len(f.text) - len(f.text.lstrip()))))
+        at += len(branches[-1]) + len("\nUNION ALL\n")
     successors_sql = "\nUNION ALL\n".join(branches)
 
     inv = {}
@@ -205,7 +235,7 @@ def compile_model(spark: SparkSession, model: Model) -> CompiledModel:
     for name, f in model.constraints.items():
         cons[name] = _expression(spark, f)
     terminals = {name: _expression(spark, f) for name, f in model.terminal_findings.items()}
-    return CompiledModel(model, schema, init_sql, successors_sql, inv, cons, terminals)
+    return CompiledModel(model, schema, init_sql, successors_sql, inv, cons, terminals, spans)
 
 
 def _expression(spark: SparkSession, f: SqlFile) -> str:

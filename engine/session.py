@@ -2,6 +2,7 @@
 SQL session variables so that every action, invariant and ad-hoc query can name them."""
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -50,6 +51,11 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    # PySpark logs each error that carries a query context (an SQL fragment) at ERROR, with the JVM's
+    # trace as JSON; the engine reports those errors itself, naming the model's file.
+    from pyspark.logger import PySparkLogger
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
     return spark
 
 

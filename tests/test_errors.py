@@ -80,3 +80,25 @@ def test_models_lists_constants_and_configurations(capsys):
     code, out, _ = run_cli(capsys, "models")
     assert code == 0
     assert "ledger_chaining" in out and "LedgerLimit : int = 4" in out and "lc_c3_lim4 (default)" in out
+
+
+@pytest.mark.parametrize("held", ["1", "0"])
+def test_an_action_failing_at_run_time_names_its_file(capsys, tmp_path, monkeypatch, held):
+    """An action whose SQL fails on some state (here a division by zero once the counter reaches 2)
+    stops the search with that file, the line of the failing expression, the depth being computed
+    and Spark's error: exit status 2, no trace of the engine, and no retry with a plan made each
+    level (the same SQL would fail the same way). With the plan held and planned each level alike."""
+    import shutil
+    from conftest import TEST_MODELS
+    models = tmp_path / "models"
+    shutil.copytree(TEST_MODELS, models)
+    step = models / "actions_sql" / "counter" / "Step.sql"
+    text = step.read_text()
+    assert "SELECT x + s AS x," in text
+    step.write_text(text.replace("SELECT x + s AS x,", "SELECT x + s + IF(x >= 2, 1 / 0, 0) AS x,"))
+    line = step.read_text()[:step.read_text().index("1 / 0")].count("\n") + 1
+    monkeypatch.setenv("SSE_FIXED_PLAN", held)
+    code, out, err = run_cli(capsys, "--models", str(models), "check", "counter", "--warehouse", str(tmp_path / "wh"))
+    assert code == 2, err
+    assert f"error: {step}:{line}: the model's SQL failed while computing depth 3: [DIVIDE_BY_ZERO]" in err
+    assert "Traceback" not in err and "planning each level" not in err
