@@ -28,7 +28,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from . import arrow_level
 from .assume import check_assumptions
-from .expand import CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model
+from .expand import CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model, rows_frame
 from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
 from . import invariants
 from .invariants import InvariantSuite
@@ -743,10 +743,7 @@ def _unplanned(checkpoint: DataFrame) -> DataFrame:
     """A (local) checkpoint's rows under a plan of their own. A checkpoint's plan keeps the constraints
     and statistics of the query that made it, which for a level's new states include the frontier's
     own: carried from level to level, they grew until optimizing a level took minutes (and the heap)."""
-    spark = checkpoint.sparkSession
-    plan = checkpoint._jdf.queryExecution().analyzed()
-    schema = spark._jsparkSession.parseDataType(checkpoint.schema.json())
-    return DataFrame(spark._jsparkSession.internalCreateDataFrame(plan.rdd(), schema, False), spark)
+    return rows_frame(checkpoint.sparkSession, checkpoint._jdf.queryExecution().analyzed().rdd(), checkpoint.schema)
 
 
 def _checkpoint_rdd_id(df: DataFrame) -> int | None:

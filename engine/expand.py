@@ -28,7 +28,8 @@ from .errors import ModelError
 from .fingerprint import json_exact
 from .model import Model, SqlFile
 
-__all__ = ["CompiledModel", "HeldExpansion", "HeldPlanUnavailable", "compile_model", "state_schema", "PARENT_TYPE"]
+__all__ = ["CompiledModel", "HeldExpansion", "HeldPlanUnavailable", "compile_model", "rows_frame", "state_schema",
+           "PARENT_TYPE"]
 
 PARENT_TYPE = StructType([
     StructField("fp", LongType()), StructField("fp2", LongType()), StructField("ord", LongType()),
@@ -247,6 +248,19 @@ def _expression(spark: SparkSession, f: SqlFile) -> str:
     return expr
 
 
+def rows_frame(spark: SparkSession, rdd, schema) -> DataFrame:
+    """A DataFrame whose plan is ``rdd`` (a JVM RDD of Spark's internal rows of ``schema``, a
+    ``StructType`` or its JVM counterpart from ``jvm_schema``): Spark neither analyzes nor optimizes
+    what made the rows again. The engine's one use of this internal API."""
+    jsp = spark._jsparkSession
+    jschema = jvm_schema(spark, schema) if isinstance(schema, StructType) else schema
+    return DataFrame(jsp.internalCreateDataFrame(rdd, jschema, False), spark)
+
+
+def jvm_schema(spark: SparkSession, schema: StructType):
+    return spark._jsparkSession.parseDataType(schema.json())
+
+
 class HeldPlanUnavailable(RuntimeError):
     """Spark does not let the planned union be run again as expected (the search plans each level)."""
 
@@ -326,7 +340,7 @@ class HeldExpansion:
         union = self.cm.successors(spark, spark.table(self.view))
         df = self.finish(union, annotate)
         rdd = df._jdf.queryExecution().toRdd()
-        self._plans[annotate] = (rdd, jsp.parseDataType(df.schema.json()), int(rdd.getNumPartitions()))
+        self._plans[annotate] = (rdd, jvm_schema(spark, df.schema), int(rdd.getNumPartitions()))
 
     def successors(self, frontier: pa.Table, annotate: bool, tasks: int | None = None) -> pa.Table:
         """The successors of ``frontier`` (the states with ``_ord``, ``_fp``, ``_fp2``), finished by
@@ -339,10 +353,10 @@ class HeldExpansion:
             self._cache_rdd.persist(self._cache_level)
         elif not self._fresh:
             raise HeldPlanUnavailable(f"held expansion: the cached frontier {self.view} is not among Spark's persisted RDDs")
-        rdd, jschema, parts = self._plans[annotate]
+        rdd, schema, parts = self._plans[annotate]
         if tasks is not None and tasks < parts:
             rdd = rdd.toJavaRDD().coalesce(tasks).rdd()
-        out = DataFrame(self.spark._jsparkSession.internalCreateDataFrame(rdd, jschema, False), self.spark).toArrow()
+        out = rows_frame(self.spark, rdd, schema).toArrow()
         if self._fresh:
             self._fresh = False
             name = f"In-memory table {self.view}"
