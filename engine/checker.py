@@ -35,7 +35,7 @@ from .invariants import InvariantSuite
 from .errors import ModelError
 from .itf import parse_shape, write_itf
 from .model import RunSpec
-from .session import declare_constants, get_spark
+from .session import checkpoint, declare_constants, get_spark
 from . import seen as seen_index
 from .symmetry import canonical_fingerprint_stages, check_paths
 from .store import LevelFigures, RunStore, check_warehouse, sum_counts
@@ -246,7 +246,7 @@ class _Search:
         if self.spec.symmetry:
             # Catalyst pushes a projection into every branch of the actions' UNION ALL: the large
             # canonical-fingerprint expression would be compiled once per action. Cut the plan first.
-            df = df.localCheckpoint(eager=True)
+            df = checkpoint(df)
         return self._with_stages(df, self.fp_stages)
 
     def read_level(self, depth: int) -> DataFrame:
@@ -293,8 +293,8 @@ class _Search:
         if self.dedupe_raw_first:
             # De-duplicated as generated, then keyed by their orbit and de-duplicated again: the
             # smallest key of an orbit is the smallest of its states' smallest keys.
-            picked = self._by_row_id(rows, firsts.select("_i").localCheckpoint(eager=True), "left_semi")
-            rows = self._with_stages(picked.drop("_fp", "_fp2"), self.fp_stages).localCheckpoint(eager=True)
+            picked = self._by_row_id(rows, checkpoint(firsts.select("_i")), "left_semi")
+            rows = checkpoint(self._with_stages(picked.drop("_fp", "_fp2"), self.fp_stages))
             firsts = self.first_keys(rows)
         if anti_join and n_seen < arrow_level.DRIVER_SEEN_MAX and n_gen <= NARROW_ON_DRIVER:
             # The first row per state, the anti-join and TLC's order on the driver, as for a small
@@ -307,10 +307,10 @@ class _Search:
             n_picked = new.num_rows
             self.timer.mark("unseen")
         else:
-            new = (self.unseen(firsts, depth - 1, n_seen) if anti_join else firsts).localCheckpoint(eager=True)
+            new = checkpoint(self.unseen(firsts, depth - 1, n_seen) if anti_join else firsts)
             self.timer.mark("unseen")
-            order = (new.orderBy("_key", "_fp", "_fp2")
-                     .select("_i", F.monotonically_increasing_id().alias("_ord")).localCheckpoint(eager=True))
+            order = checkpoint(new.orderBy("_key", "_fp", "_fp2")
+                               .select("_i", F.monotonically_increasing_id().alias("_ord")))
             n_picked = None
             self.timer.mark("order")
         cand = self._by_row_id(rows, order, "inner", n_picked).select(
@@ -318,7 +318,7 @@ class _Search:
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
             F.expr(self.in_model_expr).alias("_in_model"),
         )
-        return self.suite.with_columns(cand).localCheckpoint(eager=True)
+        return checkpoint(self.suite.with_columns(cand))
 
     @staticmethod
     def _by_row_id(rows: DataFrame, picked: DataFrame, how: str, n_picked: int | None = None) -> DataFrame:
@@ -358,7 +358,7 @@ class _Search:
                 finding = self._finish_arrow_level(arrow_level.first_per_state(small), 1, n_gen, distinct_total,
                                                    generated_total, t0, None, {"Init": n_gen})
             else:
-                fps = self.with_row_ids(init.localCheckpoint(eager=True))
+                fps = self.with_row_ids(checkpoint(init))
                 n_gen = fps.count()
                 cand = self.new_states(fps, 1, anti_join=False)
                 finding = self._finish_level(cand, 1, n_gen, distinct_total, generated_total, t0,
@@ -425,11 +425,10 @@ class _Search:
         moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
         names = self.cm.action_names
         counted = Observation(f"successors of level {depth}")
-        succ = self.with_row_ids(self.fingerprint(successors, as_generated=self.dedupe_raw_first)
-                                 .observe(counted, F.count(F.lit(1)).alias("n"),
-                                          *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
-                                            for i, a in enumerate(names)])
-                                 .localCheckpoint(eager=True))
+        succ = self.with_row_ids(checkpoint(self.fingerprint(successors, as_generated=self.dedupe_raw_first)
+                                            .observe(counted, F.count(F.lit(1)).alias("n"),
+                                                     *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
+                                                       for i, a in enumerate(names)])))
         agg = dict(counted.get)
         distinct = []
         if self.spec.deadlock:
@@ -555,7 +554,7 @@ class _Search:
         if arrow_level.table_bytes(table) > LOCAL_FRONTIER_BYTES:
             # Spark ships a driver table inside every task that scans it: once per action. Above
             # this size the level is materialized in the executors once.
-            df = df.localCheckpoint(eager=True)
+            df = checkpoint(df)
         return df.selectExpr(*[f"`{v}`" for v in self.vars],
                              "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent", "_ord", "_fp", "_fp2")
 

@@ -25,7 +25,7 @@ from .expand import PARENT_TYPE, compile_model
 from .fingerprint import fingerprint_sql
 from .itf import ANY, from_itf, parse_shape, read_itf
 from .model import RunSpec
-from .session import declare_constants
+from .session import checkpoint, declare_constants
 
 __all__ = ["StepResult", "ReplayReport", "load_trace", "replay"]
 
@@ -90,7 +90,7 @@ def replay(spark: SparkSession, spec: RunSpec, rows: list[dict[str, Any]]) -> Re
     with_step = StructType([*schema.fields, StructField("_step", LongType())])
     trace_df = spark.createDataFrame([tuple(r[n] for n in names) + (i,) for i, r in enumerate(rows, 1)],
                                      with_step)
-    trace_df = trace_df.selectExpr("*", f"{fp1} AS _fp", f"{fp2} AS _fp2").localCheckpoint(eager=True)
+    trace_df = checkpoint(trace_df.selectExpr("*", f"{fp1} AS _fp", f"{fp2} AS _fp2"))
     fps = {r["_step"]: (r["_fp"], r["_fp2"]) for r in trace_df.select("_step", "_fp", "_fp2").collect()}
 
     inv_names = list(spec.invariants)

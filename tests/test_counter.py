@@ -325,3 +325,17 @@ def test_a_kept_level_is_planned_afresh(spark):
     assert constraints(fresh) == 0
     assert _checkpoint_rdd_id(fresh) == _checkpoint_rdd_id(made) is not None
     assert sorted(r["y"] for r in fresh.collect()) == [i * 2 for i in range(0, 100, 3)]
+
+
+
+def test_checkpoints_are_serialized(spark):
+    """A level's checkpoints (bookkeeper's largest: 2.5 to 3 GB) are kept serialized, in memory and on
+    disk beyond it, not as row objects the JVM's collector traces at every full collection."""
+    from engine.checker import _checkpoint_rdd_id
+    from engine.session import checkpoint
+    made = checkpoint(spark.range(1000).selectExpr("id", "id * 2 AS y"))
+    level = spark.sparkContext._jsc.getPersistentRDDs()[_checkpoint_rdd_id(made)].getStorageLevel()
+    assert (level.useMemory(), level.useDisk(), level.deserialized()) == (True, True, False)
+    assert made.selectExpr("sum(y)").first()[0] == 999 * 1000
+    default = spark.range(10).localCheckpoint(eager=True)
+    assert spark.sparkContext._jsc.getPersistentRDDs()[_checkpoint_rdd_id(default)].getStorageLevel().deserialized()
