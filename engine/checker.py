@@ -19,7 +19,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
-from pyspark import StorageLevel
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -411,7 +410,7 @@ class _Search:
             frontier = self._as_frontier(_unplanned(self.kept[1]).where("_in_model")
                                          .coalesce(self.spark.sparkContext.defaultParallelism))
         else:
-            frontier = self._frontier(depth).localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+            frontier = checkpoint(self._frontier(depth))
         self.timer.mark("frontier")
         successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
         if n_frontier <= SMALL_FRONTIER:

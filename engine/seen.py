@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+
+from .session import checkpoint
 
 __all__ = ["SeenIndex", "plain_unseen", "INDEX_FROM", "MAX_FRAGMENTS"]
 
@@ -52,8 +53,7 @@ class SeenIndex:
         adaptive = conf.get("spark.sql.adaptive.enabled")
         conf.set("spark.sql.adaptive.enabled", "false")
         try:
-            frag = (fps.select(*KEYS).repartition(self.partitions, *KEYS).sortWithinPartitions(*KEYS)
-                    .localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK))
+            frag = checkpoint(fps.select(*KEYS).repartition(self.partitions, *KEYS).sortWithinPartitions(*KEYS))
         finally:
             conf.set("spark.sql.adaptive.enabled", adaptive)
         self.rdd_ids |= self._persisted() - before
