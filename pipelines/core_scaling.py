@@ -52,7 +52,7 @@ def main() -> None:
                               "--repeat", str(args.repeat)], capture_output=True, text=True, check=True).stdout
         times = [float(x) for x in out.split()]
         warm[master] = statistics.median(times[1:])
-        print(f"{master:9s} " + "  ".join(f"{t:.2f} s" for t in times) + f"   (warm median {warm[master]:.2f} s)")
+        print(f"{master:9s} " + "  ".join(f"{t:.3f} s" for t in times) + f"   (warm median {warm[master]:.3f} s)")
     print(f"local[1] / local[2]: {warm['local[1]'] / warm['local[2]']:.2f}x")
 
 

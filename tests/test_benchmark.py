@@ -70,3 +70,28 @@ def test_memory_is_reported_by_tenth_of_the_search_with_the_states_stored_by_the
     assert [m["stored"] for m in tenths] == [1, 1, 1, 1, 7, 7, 7, 7, 7, 20]
     assert (tenths[0]["heap_min"], tenths[0]["heap_max"], tenths[0]["jvm_rss"]) == (100, 109, 1009)
     assert (tenths[9]["heap_min"], tenths[9]["heap_max"]) == (190, 199)
+
+
+def test_core_scaling_times_both_masters_and_prints_the_ratio():
+    """pipelines/core_scaling.py runs its job in a local[1] and a local[2] process and prints the
+    ratio of the warm medians; one repetition (no warm run) is refused."""
+    import re
+    import subprocess
+    import sys
+    script = str(ROOT / "pipelines" / "core_scaling.py")
+    res = subprocess.run([sys.executable, script, "--repeat", "1"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "--repeat must be at least 2" in res.stderr
+    res = subprocess.run([sys.executable, script, "--rows", "20000", "--repeat", "2"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = res.stdout.splitlines()
+    warm = {}
+    for master in ("local[1]", "local[2]"):
+        line = next(x for x in lines if x.startswith(master))
+        times = [float(t) for t in re.findall(r"([\d.]+) s", line.split("(")[0])]
+        assert len(times) == 2
+        warm[master] = float(re.search(r"warm median ([\d.]+) s", line).group(1))
+        assert warm[master] == times[1]
+    ratio = float(re.search(r"local\[1\] / local\[2\]: ([\d.]+)x", res.stdout).group(1))
+    w1, w2 = warm["local[1]"], warm["local[2]"]  # printed to the millisecond, the ratio to 0.01
+    assert (w1 - 0.0005) / (w2 + 0.0005) - 0.005 <= ratio <= (w1 + 0.0005) / (w2 - 0.0005) + 0.005
