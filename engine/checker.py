@@ -737,11 +737,11 @@ class _Search:
         return None
 
 
-def _unplanned(checkpoint: DataFrame) -> DataFrame:
+def _unplanned(made: DataFrame) -> DataFrame:
     """A (local) checkpoint's rows under a plan of their own. A checkpoint's plan keeps the constraints
     and statistics of the query that made it, which for a level's new states include the frontier's
     own: carried from level to level, they grew until optimizing a level took minutes (and the heap)."""
-    return rows_frame(checkpoint.sparkSession, checkpoint._jdf.queryExecution().analyzed().rdd(), checkpoint.schema)
+    return rows_frame(made.sparkSession, made._jdf.queryExecution().analyzed().rdd(), made.schema)
 
 
 def _checkpoint_rdd_id(df: DataFrame) -> int | None:
