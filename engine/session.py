@@ -9,6 +9,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
+from .class_archive import ClassArchive
 from .model import Model
 
 __all__ = ["get_spark", "declare_constants", "sql_literal", "checkpoint"]
@@ -16,7 +17,18 @@ __all__ = ["get_spark", "declare_constants", "sql_literal", "checkpoint"]
 
 def get_spark(master: str | None = None, app_name: str = "state-space-engine",
               conf: dict[str, str] | None = None) -> SparkSession:
+    from pyspark import SparkContext
+
     master = master or os.environ.get("SSE_SPARK_MASTER") or "local[2]"
+    # When this call starts the JVM (not on Databricks, where PySpark joins a running one): map the
+    # class archive, or write it as this JVM exits (engine.class_archive). Before SSE_JAVA_OPTIONS,
+    # whose own -Xlog options (a GC log) then still apply.
+    archive, archive_options = None, ""
+    if SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        archive = ClassArchive.configured()
+        archive_options = archive.jvm_options() if archive is not None else ""
+    java_options = " ".join(o for o in ("-Dlog4j2.level=ERROR", archive_options,
+                                        os.environ.get("SSE_JAVA_OPTIONS", "-XX:+UseParallelGC")) if o)
     builder = (
         SparkSession.builder.master(master).appName(app_name)
         # A level is often a few hundred rows: 200 shuffle partitions would be 200 tasks of nothing.
@@ -45,12 +57,13 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         .config("spark.sql.parquet.compression.codec", "zstd")
         # The parallel (throughput) collector: a search is a batch job, and on 2 cores G1's concurrent
         # work competes with the tasks (bookkeeper's largest level: 20.4 s against 21.3 s expanding).
-        .config("spark.driver.extraJavaOptions",
-                "-Dlog4j2.level=ERROR " + os.environ.get("SSE_JAVA_OPTIONS", "-XX:+UseParallelGC"))
+        .config("spark.driver.extraJavaOptions", java_options)
     )
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
+    if archive is not None:
+        archive.started()
     spark.sparkContext.setLogLevel("ERROR")
     # PySpark logs each error that carries a query context (an SQL fragment) at ERROR, with the JVM's
     # trace as JSON; the engine reports those errors itself, naming the model's file.

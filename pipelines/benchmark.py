@@ -8,7 +8,8 @@ configuration) or ``ledger_chaining+Clients=c1,c2+LedgerLimit=3``. Every case ru
 temporary warehouse, in one Spark session (its start-up is paid once and reported with each case).
 
 For each case it prints: the result and TLC's figures (distinct, generated, depth), wall time
-(start-up included), Spark start-up, states generated and distinct states per second, the median and
+(start-up included), Spark start-up (and whether the JVM mapped its class archive, engine.class_archive),
+states generated and distinct states per second, the median and
 worst fixed cost per level (the time of levels that generated fewer than ``--small`` states: the
 engine's overhead, not work on states), CPU seconds of the whole process tree (driver, JVM, Python
 workers: a figure that stays meaningful when the machine is shared, unlike wall time), peak
@@ -45,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.checker import check  # noqa: E402
 from engine.model import load_model, resolve_run  # noqa: E402
+from engine import class_archive  # noqa: E402
 from engine.session import get_spark  # noqa: E402
 
 _TCK = os.sysconf("SC_CLK_TCK")
@@ -189,7 +191,8 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "constants": " ".join(f"{k}={v}" for k, v in sorted(spec.constants.items())),
         "result": out.result, "distinct": out.distinct_states, "generated": out.states_generated,
         "depth": out.depth, "levels": len(levels),
-        "wall_s": startup + search, "startup_s": startup, "search_s": search, "cpu_s": cpu,
+        "wall_s": startup + search, "startup_s": startup, "class_archive": class_archive.status(),
+        "search_s": search, "cpu_s": cpu,
         "distinct_per_s": out.distinct_states / search, "generated_per_s": out.states_generated / search,
         "fixed_median_s": statistics.median(small_levels), "fixed_worst_s": max(small_levels),
         "fixed_levels": sum(1 for r in levels if r["generated"] < small),
@@ -206,7 +209,8 @@ def show(r: dict, small: int) -> None:
     print(f"case               {r['case']}  ({r['model']}:{r['config']} {r['constants']})")
     print(f"result             {r['result']}: {r['distinct']:,} distinct, {r['generated']:,} generated, "
           f"depth {r['depth']}")
-    print(f"wall time          {r['wall_s']:.1f} s (Spark start-up {r['startup_s']:.1f} s, search {r['search_s']:.1f} s)")
+    print(f"wall time          {r['wall_s']:.1f} s (Spark start-up {r['startup_s']:.1f} s, search {r['search_s']:.1f} s; "
+          f"class archive {r['class_archive']})")
     print(f"cpu time           {r['cpu_s']:.1f} s (driver, JVM and Python workers, search only)")
     print(f"throughput         {r['generated_per_s']:,.0f} generated/s, {r['distinct_per_s']:,.0f} distinct/s")
     print(f"fixed cost/level   median {r['fixed_median_s']:.3f} s, worst {r['fixed_worst_s']:.3f} s "
