@@ -146,7 +146,7 @@ class ClassArchive:
     def _remove_stale(self) -> None:
         """The lock of a process that is gone, and partial archives left by killed runs."""
         try:
-            holder = int(self.lock.read_text() or "0")
+            holder = int(self.lock.read_text())  # empty while its writer is between creating and writing it
         except (OSError, ValueError):
             holder = None
         if holder is not None and not _alive(holder):
