@@ -69,7 +69,8 @@ ARROW_INIT = 100_000
 LOCAL_FRONTIER_BYTES = 1 << 20
 # A driver level's union runs in this many tasks a core, each a contiguous run of its actions: with
 # one a core, one task got the costlier actions and the other core waited (ledger chaining's levels
-# 11 to 41: 24.6 to 25.1 s with one, 22.3 to 23.1 s with two, 22.7 to 24.7 with three).
+# 11 to 41: 24.6 to 25.1 s with one, 22.3 to 23.1 s with two; three tasks in all 24.2 and 24.7 s,
+# six 22.7 and 24.0 s).
 EXPANSION_TASKS_PER_CORE = 2
 # A large level's picked rows are fetched from its successors by a broadcast join on their row
 # numbers up to this many (16 bytes each), by a shuffled join beyond.

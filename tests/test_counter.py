@@ -327,7 +327,6 @@ def test_a_kept_level_is_planned_afresh(spark):
     assert sorted(r["y"] for r in fresh.collect()) == [i * 2 for i in range(0, 100, 3)]
 
 
-
 def test_checkpoints_are_serialized(spark):
     """A level's checkpoints (bookkeeper's largest: 2.5 to 3 GB) are kept serialized, in memory and on
     disk beyond it, not as row objects the JVM's collector traces at every full collection."""
