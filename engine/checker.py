@@ -226,8 +226,10 @@ class _Search:
         self.held_union: HeldExpansion | None = None
         if os.environ.get("SSE_FIXED_PLAN", "1") != "0" and HeldExpansion.supports(cm.schema):
             # (Hadoop's listing hides names starting with _ or ., the folder read included.)
-            self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf", self._finish_expansion,
-                                            f"sse_frontier_{abs(hash(store.root)):x}")
+            self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf",
+                                            lambda union, annotate: self._finish_expansion(union, annotate, None),
+                                            f"sse_frontier_{abs(hash(store.root)):x}",
+                                            spark.sparkContext.defaultParallelism, self._expansion_tasks())
 
     def close(self) -> None:
         self.index.release()
@@ -533,7 +535,8 @@ class _Search:
             except (PySparkException, Py4JError, HeldPlanUnavailable) as exc:
                 if isinstance(exc, PySparkException) and self.cm.locate_error(exc):
                     raise  # the model's SQL failed: planning it again would fail the same way
-                # Not expected; the per-level plan below does the same work, only slower.
+                # A plan that cannot be run again (an action that shuffles), or not expected; the
+                # per-level plan below does the same work, only slower.
                 print(f"engine: planning each level from the SQL text ({str(exc).strip().splitlines()[0]})",
                       file=sys.stderr)
                 self.held_union.close()
@@ -545,13 +548,17 @@ class _Search:
             successors = self.cm.successors(self.spark, self._arrow_frontier(table).drop("_ord", "_fp", "_fp2"))
             return self._finish_expansion(successors, annotate).toArrow()
 
-    def _finish_expansion(self, successors: DataFrame, annotate: bool) -> DataFrame:
-        """The union's successors in EXPANSION_TASKS_PER_CORE tasks a core, fingerprinted, annotated
-        when ``annotate``."""
+    def _finish_expansion(self, successors: DataFrame, annotate: bool, tasks: int | None = 0) -> DataFrame:
+        """The union's successors coalesced into ``tasks`` tasks (0: EXPANSION_TASKS_PER_CORE a core,
+        None: as they are), fingerprinted, annotated when ``annotate``."""
         # Coalesced, the union is not given the fingerprint's projection in each action's branch.
-        tasks = EXPANSION_TASKS_PER_CORE * self.spark.sparkContext.defaultParallelism
-        succ = self._with_stages(successors.coalesce(tasks), self.fp_stages)
+        if tasks is not None:
+            successors = successors.coalesce(tasks or self._expansion_tasks())
+        succ = self._with_stages(successors, self.fp_stages)
         return self._annotate(succ) if annotate else succ
+
+    def _expansion_tasks(self) -> int:
+        return EXPANSION_TASKS_PER_CORE * self.spark.sparkContext.defaultParallelism
 
     def _arrow_frontier(self, table: pa.Table) -> DataFrame:
         """``_frontier`` from the driver's copy of the level: no Parquet scan in each action's branch."""

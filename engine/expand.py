@@ -17,6 +17,7 @@ from typing import Callable
 import pyarrow as pa
 from pyspark import StorageLevel
 
+from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -265,6 +266,22 @@ class HeldPlanUnavailable(RuntimeError):
     """Spark does not let the planned union be run again as expected (the search plans each level)."""
 
 
+# Physical operators whose data is fixed when the plan is executed the first time: a shuffle's map
+# output (its RDD run again reads the same files), a broadcast, a subquery's value, and adaptive
+# execution (which runs its stages while planning). A plan with one is not run again over a new
+# frontier.
+_FIXED_AT_PLANNING = re.compile(r"^[\s:|+\-*()\d]*(AdaptiveSparkPlan|Exchange|ShuffleExchange|BroadcastExchange"
+                                r"|ReusedExchange|Subquery|SubqueryBroadcast|ReusedSubquery)\b", re.MULTILINE)
+
+
+def _check_rerunnable(df: DataFrame) -> None:
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    found = sorted(set(_FIXED_AT_PLANNING.findall(plan)))
+    if found:
+        raise HeldPlanUnavailable(f"held expansion: the actions' plan has {', '.join(found)}, whose data a "
+                                  "plan run again would not read afresh")
+
+
 class HeldExpansion:
     """The union of every action planned once per run, its job run again over each small level.
 
@@ -277,13 +294,14 @@ class HeldExpansion:
 
     The leaf must read what is there when the job runs, not what was there when it was planned: a
     Parquet scan lists its files and their sizes at planning time, and a leaf computed in Python
-    costs a Python task (0.1 s) a level. So the frontier is a JSON file read with ``wholeTextFiles``
-    (whose reader reads each file whole, whatever its size when it was listed) and parsed by
-    ``from_json`` in the JVM: an array of the frontier's states with their ``_ord``, ``_fp`` and
-    ``_fp2``, written on the driver from its Arrow copy by Polars (0.04 s for 30,000 ledger
-    chaining states, where a Spark job writing it took 0.2 s). The parsed frontier is cached in
-    memory (``CACHE TABLE``) so that the actions' branches read it once: before each level the
-    cached RDD is dropped and persisted again, and the level's job parses the new file, once. Only
+    costs a Python task (0.1 s) a level. So the frontier is ``parts`` JSON files (one a core), each
+    read with ``wholeTextFiles`` (whose reader reads a file whole, whatever its size when it was
+    listed) and parsed by ``from_json`` in the JVM: an array of consecutive states of the frontier
+    with their ``_ord``, ``_fp`` and ``_fp2``, written on the driver from its Arrow copy by Polars
+    (0.04 s for 30,000 ledger chaining states, where a Spark job writing it took 0.2 s). The parsed
+    frontier is cached in memory (``CACHE TABLE``) so that the actions' branches read it once:
+    before each level the cached RDD is dropped and persisted again, and the level's job parses the
+    new files, once each. The job's j-th task runs every action over the j-th file (``_by_part``). Only
     states whose every column reads back from JSON as the same value are held this way
     (``json_exact``); other models plan the union each level.
 
@@ -292,10 +310,17 @@ class HeldExpansion:
     """
 
     def __init__(self, spark: SparkSession, cm: CompiledModel, folder: Path,
-                 finish: Callable[[DataFrame, bool], DataFrame], name: str):
+                 finish: Callable[[DataFrame, bool], DataFrame], name: str, parts: int = 1,
+                 tasks: int | None = None):
         self.spark, self.cm, self.folder, self.finish = spark, cm, folder, finish
+        # SSE_BY_PART=0: the frontier in one file and the union's partitions coalesced into ``tasks``
+        # (as before 2026-11-25; for comparisons).
+        self.by_part = os.environ.get("SSE_BY_PART", "1") != "0"
+        self.parts = max(1, parts) if self.by_part else 1
+        self.tasks = tasks or self.parts
+        self.layout: str | None = None  # "by part" or "coalesced", once planned
         self.view = name
-        self.file = folder / "part-00000.json"
+        self.files = [folder / f"part-{j:05d}.json" for j in range(self.parts)]
         self.columns = [*(f.name for f in cm.schema.fields), "_ord", "_fp", "_fp2"]
         self._plans: dict[bool, tuple] = {}
         self._cache_rdd = None
@@ -307,22 +332,26 @@ class HeldExpansion:
         return json_exact(schema)
 
     def _write(self, frontier: pa.Table | None) -> None:
+        """The frontier in ``parts`` files of consecutive states (as even as the states allow)."""
         import polars as pl
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / ".part-00000.json.tmp"  # hidden from the reader's listing
-        if frontier is None or frontier.num_rows == 0:
-            tmp.write_bytes(b"[]")
-        else:
-            pl.from_arrow(frontier.select(self.columns)).write_json(tmp)
-        os.replace(tmp, self.file)
+        n = 0 if frontier is None else frontier.num_rows
+        for j, file in enumerate(self.files):
+            lo, hi = n * j // self.parts, n * (j + 1) // self.parts
+            tmp = self.folder / f".{file.name}.tmp"  # hidden from the reader's listing
+            if hi == lo:
+                tmp.write_bytes(b"[]")
+            else:
+                pl.from_arrow(frontier.select(self.columns).slice(lo, hi - lo)).write_json(tmp)
+            os.replace(tmp, file)
 
     def prepare(self, annotate: bool) -> None:
-        """Plan the union (once per ``annotate``) over the frontier file; call it outside
+        """Plan the union (once per ``annotate``) over the frontier files; call it outside
         ``checker.interpreted`` so that the plan keeps Spark's generated code."""
         if annotate in self._plans:
             return
-        if not self.file.exists():
+        if not all(f.exists() for f in self.files):
             self._write(None)
         spark = self.spark
         jsp, jsc = spark._jsparkSession, spark.sparkContext._jsc
@@ -330,17 +359,54 @@ class HeldExpansion:
             schema = self.cm.schema
             record = f"array<struct<{schema.simpleString()[len('struct<'):-1]},_ord:bigint,_fp:bigint,_fp2:bigint>>"
             strings = spark._jvm.org.apache.spark.sql.Encoders.STRING()
-            text = DataFrame(jsp.createDataset(jsc.wholeTextFiles(str(self.folder), 1).values().rdd(), strings).toDF(),
-                             spark)
+            text = None
+            for file in self.files:
+                one = DataFrame(jsp.createDataset(jsc.wholeTextFiles(str(file), 1).values().rdd(), strings).toDF(),
+                                spark)
+                text = one if text is None else text.unionAll(one)
             leaf = (text.selectExpr(f"inline(from_json(value, '{record}', map('mode', 'FAILFAST')))")
                     .selectExpr(*[f"`{f.name}`" for f in schema.fields],
                                 "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent"))
             leaf.createOrReplaceTempView(self.view)
             spark.catalog.cacheTable(self.view, StorageLevel.MEMORY_AND_DISK)
         union = self.cm.successors(spark, spark.table(self.view))
-        df = self.finish(union, annotate)
+        _check_rerunnable(union)
+        df = self.finish(self._by_part(union), annotate)
+        _check_rerunnable(df)
         rdd = df._jdf.queryExecution().toRdd()
         self._plans[annotate] = (rdd, jvm_schema(spark, df.schema), int(rdd.getNumPartitions()))
+
+    def _by_part(self, union: DataFrame) -> DataFrame:
+        """``union`` in ``parts`` partitions, the j-th every action's successors of the j-th part of
+        the frontier: each task parses its own part and runs every action over it, and the tasks
+        have equal shares of the frontier whatever the actions cost (coalesced into tasks of
+        consecutive actions, the task that drew ledger chaining's two costliest actions ran alone
+        at the end of each level). When the union's plan is not a union of one RDD per action with
+        a partition per part (an action that shuffles), its partitions are coalesced into ``tasks``
+        tasks instead. Only the tasks' shares of the work depend on this, not the successors."""
+        spark = self.spark
+        rdd = union._jdf.queryExecution().toRdd()
+        if not self.by_part:
+            self.layout = "coalesced"
+            return union.coalesce(self.tasks)
+        if rdd.getClass().getName() == "org.apache.spark.sql.execution.SQLExecutionRDD":
+            rdd = rdd.sqlRDD()  # (the finished plan's own propagates the SQL conf to the tasks)
+        if int(rdd.getNumPartitions()) == self.parts:
+            self.layout = "by part"  # one action
+            return union
+        if rdd.getClass().getName() == "org.apache.spark.rdd.UnionRDD":
+            branches = rdd.rdds()
+            if {int(branches.apply(i).getNumPartitions()) for i in range(branches.size())} == {self.parts}:
+                try:
+                    by_part = spark._jvm.org.apache.spark.rdd.SQLPartitioningAwareUnionRDD(
+                        spark.sparkContext._jsc.sc(), branches, self.parts, rdd.elementClassTag())
+                except Py4JError:  # a Spark without it (before 4.1)
+                    pass
+                else:
+                    self.layout = "by part"
+                    return rows_frame(spark, by_part, union.schema)
+        self.layout = "coalesced"
+        return union.coalesce(self.tasks)
 
     def successors(self, frontier: pa.Table, annotate: bool, tasks: int | None = None) -> pa.Table:
         """The successors of ``frontier`` (the states with ``_ord``, ``_fp``, ``_fp2``), finished by
@@ -348,7 +414,7 @@ class HeldExpansion:
         self.prepare(annotate)
         self._write(frontier)
         if self._cache_rdd is not None:
-            # Drop the last level's parsed frontier: the job parses the new file (once) and caches it.
+            # Drop the last level's parsed frontier: the job parses the new files (once each) and caches them.
             self._cache_rdd.unpersist(True)
             self._cache_rdd.persist(self._cache_level)
         elif not self._fresh:

@@ -235,10 +235,10 @@ def test_held_expansion_refuses_successors_of_another_level():
         HeldExpansion.check_parents(pa.table({"_parent_fp": [1, 3], "_parent_fp2": [10, 30]}), frontier)
 
 
-def test_held_expansion_runs_each_new_frontier(spark, tmp_path):
+def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch):
     """The union planned once (engine.expand.HeldExpansion) and run again over frontier A, then B, then
     A gives, each time, what the union planned afresh over that frontier gives: the same successors,
-    fingerprints and keys. The frontiers hold what a JSON round trip could get wrong: quotes,
+    fingerprints and keys, with the frontier in one file or several, in one task or a task a file. The frontiers hold what a JSON round trip could get wrong: quotes,
     backslashes, newlines and non-ASCII text in strings, empty strings and arrays, a null struct,
     fingerprints at the ends of the 64-bit range. A schema that JSON cannot carry exactly is not held."""
     import pyarrow as pa
@@ -275,15 +275,25 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path):
     def rows(t):
         return sorted(t.to_pylist(), key=lambda r: (r["_parent_ord"], r["_key"], r["_fp"]))
 
-    held = HeldExpansion(spark, cm, tmp_path / "_frontier" / "leaf", finish, "test_held_frontier")
-    try:
-        for frontier in (a, b, a):
-            got = held.successors(frontier, False, tasks=1)
-            assert got.num_rows > 0
-            assert rows(got) == rows(fresh(frontier))
-    finally:
-        held.close()
-    assert not (tmp_path / "_frontier").exists()
+    # One file, two (B's one state leaves one empty) and three: each task runs every action over
+    # its own file; or (SSE_BY_PART=0) one file and the union's partitions coalesced into two tasks.
+    for by_part, parts, layout in (("1", 1, "by part"), ("1", 2, "by part"), ("1", 3, "by part"),
+                                   ("0", 2, "coalesced")):
+        monkeypatch.setenv("SSE_BY_PART", by_part)
+        held = HeldExpansion(spark, cm, tmp_path / "_frontier" / "leaf", finish, "test_held_frontier",
+                             parts=parts, tasks=2)
+        try:
+            for frontier in (a, b, a):
+                for tasks in (1, None):
+                    got = held.successors(frontier, False, tasks=tasks)
+                    assert got.num_rows > 0
+                    assert rows(got) == rows(fresh(frontier))
+            assert held.layout == layout
+            assert sorted(p.name for p in (tmp_path / "_frontier" / "leaf").iterdir()) == \
+                [f"part-{j:05d}.json" for j in range(parts if by_part == "1" else 1)]
+        finally:
+            held.close()
+        assert not (tmp_path / "_frontier").exists()
     assert HeldExpansion.supports(cm.schema)
     assert not HeldExpansion.supports(StructType([StructField("x", DoubleType())]))
 
@@ -338,3 +348,26 @@ def test_checkpoints_are_serialized(spark):
     assert made.selectExpr("sum(y)").first()[0] == 999 * 1000
     default = spark.range(10).localCheckpoint(eager=True)
     assert spark.sparkContext._jsc.getPersistentRDDs()[_checkpoint_rdd_id(default)].getStorageLevel().deserialized()
+
+
+def test_actions_that_shuffle_are_planned_each_level(capsys, tmp_path):
+    """A shuffle's output, a broadcast or a subquery's value is fixed the first time a plan runs:
+    the union of actions planned once would read, level after level, what it read over the first
+    frontier. An action with one (here a REPARTITION hint in Step) is planned again each level,
+    and the search gives the reference's counts."""
+    import shutil
+    models = tmp_path / "models"
+    shutil.copytree(TEST_MODELS, models)
+    step = models / "actions_sql" / "counter" / "Step.sql"
+    text = step.read_text()
+    assert "SELECT * FROM choices WHERE" in text
+    step.write_text(text.replace("SELECT * FROM choices WHERE", "SELECT /*+ REPARTITION(3) */ * FROM choices WHERE"))
+    code, out, err = run_cli(capsys, "--models", str(models), "check", "counter", "--warehouse", str(tmp_path / "wh"),
+                             "--json", "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=7")
+    res = json.loads(out)
+    want = bfs({1, 2}, 7, deadlock=False)
+    assert code == 0, err
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
+    assert "planning each level from the SQL text (held expansion: the actions' plan has AdaptiveSparkPlan, " \
+           "Exchange, whose data" in err
