@@ -67,10 +67,12 @@ ARROW_INIT = 100_000
 # A small level's frontier above this many bytes (as Arrow) is checkpointed in Spark rather than
 # shipped inside each action's tasks.
 LOCAL_FRONTIER_BYTES = 1 << 20
-# A driver level's union runs in this many tasks a core, each a contiguous run of its actions: with
-# one a core, one task got the costlier actions and the other core waited (ledger chaining's levels
-# 11 to 41: 24.6 to 25.1 s with one, 22.3 to 23.1 s with two; three tasks in all 24.2 and 24.7 s,
-# six 22.7 and 24.0 s).
+# A driver level's union planned for the level (SSE_FIXED_PLAN=0, or a model the held expansion does
+# not take) runs in this many tasks a core, each a group of whole actions: with one a core, one task
+# got the costlier actions and the other core waited (ledger chaining's levels 11 to 41: 24.6 to
+# 25.1 s with one, 22.3 to 23.1 s with two; three tasks in all 24.2 and 24.7 s, six 22.7 and 24.0 s).
+# The held union runs a task a core instead, each every action over its share of the frontier
+# (engine.expand.HeldExpansion._by_part).
 EXPANSION_TASKS_PER_CORE = 2
 # A large level's picked rows are fetched from its successors by a broadcast join on their row
 # numbers up to this many (16 bytes each), by a shuffled join beyond.
