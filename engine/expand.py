@@ -323,6 +323,7 @@ class HeldExpansion:
         self.files = [folder / f"part-{j:05d}.json" for j in range(self.parts)]
         self.columns = [*(f.name for f in cm.schema.fields), "_ord", "_fp", "_fp2"]
         self._plans: dict[bool, tuple] = {}
+        self._first: dict[bool, object] = {}  # the plans' RDDs cut to their first partition
         self._cache_rdd = None
         self._cache_level = None
         self._fresh = True  # the cached frontier has not been computed yet
@@ -331,14 +332,16 @@ class HeldExpansion:
     def supports(schema: StructType) -> bool:
         return json_exact(schema)
 
-    def _write(self, frontier: pa.Table | None) -> None:
-        """The frontier in ``parts`` files of consecutive states (as even as the states allow)."""
+    def _write(self, frontier: pa.Table | None, split: bool = True) -> None:
+        """The frontier in ``parts`` files of consecutive states (as even as the states allow), or
+        (not ``split``) all in the first and the others empty."""
         import polars as pl
 
         self.folder.mkdir(parents=True, exist_ok=True)
         n = 0 if frontier is None else frontier.num_rows
+        parts = self.parts if split else 1
         for j, file in enumerate(self.files):
-            lo, hi = n * j // self.parts, n * (j + 1) // self.parts
+            lo, hi = n * min(j, parts) // parts, n * min(j + 1, parts) // parts
             tmp = self.folder / f".{file.name}.tmp"  # hidden from the reader's listing
             if hi == lo:
                 tmp.write_bytes(b"[]")
@@ -412,7 +415,9 @@ class HeldExpansion:
         """The successors of ``frontier`` (the states with ``_ord``, ``_fp``, ``_fp2``), finished by
         ``finish(successors, annotate)``, as Arrow; in at most ``tasks`` tasks."""
         self.prepare(annotate)
-        self._write(frontier)
+        # A handful of states (one task) in the first file, whose partition alone runs: one file
+        # split in two cost the counter's small levels about 15 ms each.
+        self._write(frontier, split=tasks is None or tasks > 1)
         if self._cache_rdd is not None:
             # Drop the last level's parsed frontier: the job parses the new files (once each) and caches them.
             self._cache_rdd.unpersist(True)
@@ -420,7 +425,9 @@ class HeldExpansion:
         elif not self._fresh:
             raise HeldPlanUnavailable(f"held expansion: the cached frontier {self.view} is not among Spark's persisted RDDs")
         rdd, schema, parts = self._plans[annotate]
-        if tasks is not None and tasks < parts:
+        if tasks == 1 and self.layout == "by part" and parts > 1:
+            rdd = self._first_part(annotate)  # every state is in the first file
+        elif tasks is not None and tasks < parts:
             rdd = rdd.toJavaRDD().coalesce(tasks).rdd()
         out = rows_frame(self.spark, rdd, schema).toArrow()
         if self._fresh:
@@ -432,6 +439,18 @@ class HeldExpansion:
             self._cache_rdd = found[0]
             self._cache_level = self._cache_rdd.getStorageLevel()
         return out
+
+    def _first_part(self, annotate: bool):
+        """The held plan's RDD cut to its first partition (every action over the first file), made
+        once per plan. Its partition filter is a Scala set of partition numbers (a set is a function
+        to booleans)."""
+        if annotate not in self._first:
+            jvm = self.spark._jvm
+            keep = jvm.java.util.HashSet()
+            keep.add(0)
+            only = jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep).toSet()
+            self._first[annotate] = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(self._plans[annotate][0], only)
+        return self._first[annotate]
 
     def cache_rdd_id(self) -> int | None:
         return int(self._cache_rdd.id()) if self._cache_rdd is not None else None
@@ -451,7 +470,7 @@ class HeldExpansion:
                 self.spark.catalog.dropTempView(self.view)
             except Exception:  # the session may be gone; nothing of the run depends on it
                 pass
-        self._plans, self._cache_rdd = {}, None
+        self._plans, self._first, self._cache_rdd = {}, {}, None
         shutil.rmtree(self.folder, ignore_errors=True)
         try:
             self.folder.parent.rmdir()  # the run's _frontier folder, when nothing else is in it
