@@ -23,6 +23,14 @@ def model_copy(tmp_path):
     return root
 
 
+@pytest.fixture
+def test_models_copy(tmp_path):
+    """A writable copy of the engine's test models (tests/models) to alter in a test."""
+    root = tmp_path / "models"
+    shutil.copytree(TEST_MODELS, root)
+    return root
+
+
 def run_cli(capsys, *argv):
     """Run the command line in this process (sharing the Spark session); return (code, stdout, stderr)."""
     from engine.cli import main

@@ -350,14 +350,12 @@ def test_checkpoints_are_serialized(spark):
     assert spark.sparkContext._jsc.getPersistentRDDs()[_checkpoint_rdd_id(default)].getStorageLevel().deserialized()
 
 
-def test_actions_that_shuffle_are_planned_each_level(capsys, tmp_path):
+def test_actions_that_shuffle_are_planned_each_level(capsys, tmp_path, test_models_copy):
     """A shuffle's output, a broadcast or a subquery's value is fixed the first time a plan runs:
     the union of actions planned once would read, level after level, what it read over the first
     frontier. An action with one (here a REPARTITION hint in Step) is planned again each level,
     and the search gives the reference's counts."""
-    import shutil
-    models = tmp_path / "models"
-    shutil.copytree(TEST_MODELS, models)
+    models = test_models_copy
     step = models / "actions_sql" / "counter" / "Step.sql"
     text = step.read_text()
     assert "SELECT * FROM choices WHERE" in text

@@ -83,15 +83,12 @@ def test_models_lists_constants_and_configurations(capsys):
 
 
 @pytest.mark.parametrize("held", ["1", "0"])
-def test_an_action_failing_at_run_time_names_its_file(capsys, tmp_path, monkeypatch, held):
+def test_an_action_failing_at_run_time_names_its_file(capsys, tmp_path, monkeypatch, held, test_models_copy):
     """An action whose SQL fails on some state (here a division by zero once the counter reaches 2)
     stops the search with that file, the line of the failing expression, the depth being computed
     and Spark's error: exit status 2, no trace of the engine, and no retry with a plan made each
     level (the same SQL would fail the same way). With the plan held and planned each level alike."""
-    import shutil
-    from conftest import TEST_MODELS
-    models = tmp_path / "models"
-    shutil.copytree(TEST_MODELS, models)
+    models = test_models_copy
     step = models / "actions_sql" / "counter" / "Step.sql"
     text = step.read_text()
     assert "SELECT x + s AS x," in text
