@@ -382,16 +382,16 @@ class HeldExpansion:
     def _by_part(self, union: DataFrame) -> DataFrame:
         """``union`` in ``parts`` partitions, the j-th every action's successors of the j-th part of
         the frontier: each task parses its own part and runs every action over it, and the tasks
-        have equal shares of the frontier whatever the actions cost (coalesced into tasks of
-        consecutive actions, the task that drew ledger chaining's two costliest actions ran alone
-        at the end of each level). When the union's plan is not a union of one RDD per action with
+        have equal shares of the frontier whatever the actions cost (coalesced into tasks of whole
+        actions, the task that drew ledger chaining's two costliest actions ran alone at the end of
+        each level). When the union's plan is not a union of one RDD per action with
         a partition per part (an action that shuffles), its partitions are coalesced into ``tasks``
         tasks instead. Only the tasks' shares of the work depend on this, not the successors."""
         spark = self.spark
-        rdd = union._jdf.queryExecution().toRdd()
         if not self.by_part:
             self.layout = "coalesced"
             return union.coalesce(self.tasks)
+        rdd = union._jdf.queryExecution().toRdd()
         if rdd.getClass().getName() == "org.apache.spark.sql.execution.SQLExecutionRDD":
             rdd = rdd.sqlRDD()  # (the finished plan's own propagates the SQL conf to the tasks)
         if int(rdd.getNumPartitions()) == self.parts:
