@@ -503,9 +503,13 @@ class _Search:
                 stuck = ids.filter(pc.invert(pc.is_in(ids["_ord"], value_set=enabled)))
                 first = stuck.take(pc.sort_indices(stuck["_ord"])).slice(0, 1).to_pylist()[0]
                 deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
-        firsts = arrow_level.first_per_state(succ)
+        # The first row per state and the anti-join on the narrow columns; the whole rows (nested,
+        # kilobytes for bookkeeper) are taken once, for the new states.
+        keys = pa.table({"_key": succ["_key"], "_fp": succ["_fp"], "_fp2": succ["_fp2"],
+                         "_row": arrow_level.positions(n_gen)})
+        firsts = arrow_level.first_per_state(keys)
         self.timer.mark("first")
-        new = self._unseen_arrow(firsts, depth, distinct_total)
+        new = succ.take(self._unseen_arrow(firsts, depth, distinct_total)["_row"])
         self.timer.mark("unseen")
         if not inline:
             with interpreted(self.spark, new.num_rows <= INTERPRET_BELOW):
