@@ -228,8 +228,8 @@ class _Search:
         self.held_union: HeldExpansion | None = None
         if os.environ.get("SSE_FIXED_PLAN", "1") != "0" and HeldExpansion.supports(cm.schema):
             # (Hadoop's listing hides names starting with _ or ., the folder read included.)
-            self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf",
-                                            lambda union, annotate: self._finish_expansion(union, annotate, None),
+            finish = lambda union, annotate: self._finish_expansion(union, annotate, coalesce=False)  # noqa: E731
+            self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf", finish,
                                             f"sse_frontier_{abs(hash(store.root)):x}",
                                             spark.sparkContext.defaultParallelism, self._expansion_tasks())
 
@@ -554,12 +554,12 @@ class _Search:
             successors = self.cm.successors(self.spark, self._arrow_frontier(table).drop("_ord", "_fp", "_fp2"))
             return self._finish_expansion(successors, annotate).toArrow()
 
-    def _finish_expansion(self, successors: DataFrame, annotate: bool, tasks: int | None = 0) -> DataFrame:
-        """The union's successors coalesced into ``tasks`` tasks (0: EXPANSION_TASKS_PER_CORE a core,
-        None: as they are), fingerprinted, annotated when ``annotate``."""
+    def _finish_expansion(self, successors: DataFrame, annotate: bool, coalesce: bool = True) -> DataFrame:
+        """The union's successors (coalesced into EXPANSION_TASKS_PER_CORE tasks a core unless not
+        ``coalesce``), fingerprinted, annotated when ``annotate``."""
         # Coalesced, the union is not given the fingerprint's projection in each action's branch.
-        if tasks is not None:
-            successors = successors.coalesce(tasks or self._expansion_tasks())
+        if coalesce:
+            successors = successors.coalesce(self._expansion_tasks())
         succ = self._with_stages(successors, self.fp_stages)
         return self._annotate(succ) if annotate else succ
 

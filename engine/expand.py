@@ -373,7 +373,6 @@ class HeldExpansion:
             leaf.createOrReplaceTempView(self.view)
             spark.catalog.cacheTable(self.view, StorageLevel.MEMORY_AND_DISK)
         union = self.cm.successors(spark, spark.table(self.view))
-        _check_rerunnable(union)
         df = self.finish(self._by_part(union), annotate)
         _check_rerunnable(df)
         rdd = df._jdf.queryExecution().toRdd()
@@ -390,7 +389,8 @@ class HeldExpansion:
         spark = self.spark
         if not self.by_part:
             self.layout = "coalesced"
-            return union.coalesce(self.tasks)
+            return union.coalesce(self.tasks)  # (checked as part of the finished plan)
+        _check_rerunnable(union)  # before toRdd: adaptive execution would run its stages there
         rdd = union._jdf.queryExecution().toRdd()
         if rdd.getClass().getName() == "org.apache.spark.sql.execution.SQLExecutionRDD":
             rdd = rdd.sqlRDD()  # (the finished plan's own propagates the SQL conf to the tasks)
@@ -449,7 +449,8 @@ class HeldExpansion:
             keep = jvm.java.util.HashSet()
             keep.add(0)
             only = jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep).toSet()
-            self._first[annotate] = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(self._plans[annotate][0], only)
+            held = self._plans[annotate][0]
+            self._first[annotate] = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(held, only)
         return self._first[annotate]
 
     def cache_rdd_id(self) -> int | None:
