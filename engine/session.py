@@ -12,7 +12,19 @@ from pyspark.sql import DataFrame, SparkSession
 from .class_archive import ClassArchive
 from .model import Model
 
-__all__ = ["get_spark", "declare_constants", "sql_literal", "checkpoint"]
+__all__ = ["get_spark", "declare_constants", "sql_literal", "checkpoint", "JAVA_OPTIONS"]
+
+# The JVM's defaults for a search (SSE_JAVA_OPTIONS replaces them):
+# - the parallel (throughput) collector: a search is a batch job, and on 2 cores G1's concurrent work
+#   competes with the tasks (bookkeeper's largest level: 20.4 s against 21.3 s expanding);
+# - the optimizing compiler (C2) waits for ten times HotSpot's default invocation and loop counts.
+#   A run's JIT compiles about 25,000 methods, C2 3,300 of them, for 28 s of CPU in a 35 s ledger
+#   chaining run on 2 cores, most of it Spark's once-only start-up code (Janino, the SQL parser,
+#   task serialization) that then competes with the first levels' tasks. Truly hot code (the
+#   actions' per-row evaluation) still reaches C2 within a level. Ledger chaining 33.3 to 34.6 s →
+#   31.4 to 32.6 s, kafka_kip320:C 46.7 → 43.8 s, bk_master_2b_sym 50.9 → 48.3 s (README).
+JAVA_OPTIONS = ("-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
+                "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
 
 
 def get_spark(master: str | None = None, app_name: str = "state-space-engine",
@@ -28,7 +40,7 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         archive = ClassArchive.configured()
         archive_options = archive.jvm_options() if archive is not None else ""
     java_options = " ".join(o for o in ("-Dlog4j2.level=ERROR", archive_options,
-                                        os.environ.get("SSE_JAVA_OPTIONS", "-XX:+UseParallelGC")) if o)
+                                        os.environ.get("SSE_JAVA_OPTIONS", JAVA_OPTIONS)) if o)
     builder = (
         SparkSession.builder.master(master).appName(app_name)
         # A level is often a few hundred rows: 200 shuffle partitions would be 200 tasks of nothing.
@@ -55,8 +67,6 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .config("spark.hadoop.parquet.enable.summary-metadata", "false")
         .config("spark.sql.parquet.compression.codec", "zstd")
-        # The parallel (throughput) collector: a search is a batch job, and on 2 cores G1's concurrent
-        # work competes with the tasks (bookkeeper's largest level: 20.4 s against 21.3 s expanding).
         .config("spark.driver.extraJavaOptions", java_options)
     )
     for k, v in (conf or {}).items():
