@@ -65,3 +65,21 @@ def test_one_writer_at_a_time(tmp_path, monkeypatch):
 def test_off(monkeypatch):
     monkeypatch.setenv("SSE_CLASS_ARCHIVE", "off")
     assert ClassArchive.configured() is None
+
+
+def test_the_driver_jvm_runs_with_the_engines_compiler_thresholds(spark):
+    """engine.session.JAVA_OPTIONS reach the JVM: HotSpot reports the C2 threshold the engine sets
+    (ten times its default) as the value in force, set on the command line."""
+    import pytest
+
+    from engine.session import JAVA_OPTIONS
+
+    if "SSE_JAVA_OPTIONS" in os.environ:
+        pytest.skip("SSE_JAVA_OPTIONS replaces the engine's JVM options in this environment")
+    jvm = spark._jvm
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    option = bean.getVMOption("Tier4InvocationThreshold")
+    assert "-XX:Tier4InvocationThreshold=50000" in JAVA_OPTIONS.split()
+    assert (option.getValue(), option.getOrigin().toString()) == ("50000", "VM_CREATION")
+    assert bean.getVMOption("UseParallelGC").getValue() == "true"
