@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, TEST_MODELS
 from platform_util import OK_ARGS
 
@@ -70,8 +71,6 @@ def test_off(monkeypatch):
 def test_the_driver_jvm_runs_with_the_engines_compiler_thresholds(spark):
     """engine.session.JAVA_OPTIONS reach the JVM: HotSpot reports the C2 threshold the engine sets
     (ten times its default) as the value in force, set on the command line."""
-    import pytest
-
     from engine.session import JAVA_OPTIONS
 
     if "SSE_JAVA_OPTIONS" in os.environ:
