@@ -69,6 +69,13 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         .config("spark.sql.parquet.compression.codec", "zstd")
         .config("spark.driver.extraJavaOptions", java_options)
     )
+    if os.environ.get("SSE_EVENT_LOG"):
+        # Spark's event log (jobs, stages, tasks with their times) in this folder, uncompressed:
+        # pipelines/event_log_balance.py reads it.
+        folder = os.path.abspath(os.environ["SSE_EVENT_LOG"])
+        os.makedirs(folder, exist_ok=True)
+        builder = (builder.config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", folder)
+                   .config("spark.eventLog.compress", "false"))
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -95,3 +95,51 @@ def test_core_scaling_times_both_masters_and_prints_the_ratio():
     ratio = float(re.search(r"local\[1\] / local\[2\]: ([\d.]+)x", res.stdout).group(1))
     w1, w2 = warm["local[1]"], warm["local[2]"]  # printed to the millisecond, the ratio to 0.01
     assert (w1 - 0.0005) / (w2 + 0.0005) - 0.005 <= ratio <= (w1 + 0.0005) / (w2 - 0.0005) + 0.005
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "pipelines" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_event_log_balance_measures_idle_cores_and_a_lone_task(tmp_path):
+    import json
+    balance = _load("event_log_balance")
+    events = [
+        {"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1000, "Stage IDs": [0]},
+        {"Event": "SparkListenerStageSubmitted", "Stage Info": {"Stage ID": 0, "Stage Name": "parquet at x"}},
+        # Two tasks over a 10 s job: both run until 6 s, then one alone for 4 s.
+        {"Event": "SparkListenerTaskEnd", "Stage ID": 0, "Task Info": {"Launch Time": 1000, "Finish Time": 7000}},
+        {"Event": "SparkListenerTaskEnd", "Stage ID": 0, "Task Info": {"Launch Time": 1000, "Finish Time": 11000}},
+        {"Event": "SparkListenerJobEnd", "Job ID": 0, "Completion Time": 11000},
+        # A short job, below --min-wall.
+        {"Event": "SparkListenerJobStart", "Job ID": 1, "Submission Time": 12000, "Stage IDs": [1]},
+        {"Event": "SparkListenerTaskEnd", "Stage ID": 1, "Task Info": {"Launch Time": 12000, "Finish Time": 12100}},
+        {"Event": "SparkListenerJobEnd", "Job ID": 1, "Completion Time": 12100},
+    ]
+    folder = tmp_path / "app-1"
+    folder.mkdir()
+    (folder / "events_1_app-1").write_text("\n".join(json.dumps(e) for e in events) + "\n{\"Event\": \"cut")
+    rows = balance.balance(balance.events_file(tmp_path), cores=2, min_wall=1.0)
+    assert rows == [{"job": 0, "stages": ["parquet at x"], "wall_s": 10.0, "tasks": 2, "busy": 0.8,
+                     "alone_s": 4.0, "max_task_s": 10.0}]
+
+
+def test_sse_event_log_writes_spark_s_event_log_for_a_check(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import TEST_MODELS
+    from platform_util import OK_ARGS
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SSE_EVENT_LOG": str(tmp_path / "events")}
+    res = subprocess.run([sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
+                          "--warehouse", str(tmp_path / "wh"), "--quiet", "--fresh"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    balance = _load("event_log_balance")
+    rows = balance.balance(balance.events_file(tmp_path / "events"), min_wall=0)
+    assert rows and all(r["tasks"] >= 1 and 0 < r["busy"] for r in rows)
+    assert any("toArrow" in s for r in rows for s in r["stages"])
