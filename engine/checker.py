@@ -433,10 +433,10 @@ class _Search:
         moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
         names = self.cm.action_names
         counted = Observation(f"successors of level {depth}")
-        succ = self.with_row_ids(checkpoint(self.fingerprint(successors, as_generated=self.dedupe_raw_first)
-                                            .observe(counted, F.count(F.lit(1)).alias("n"),
-                                                     *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
-                                                       for i, a in enumerate(names)])))
+        succ = self.with_row_ids(largest_first(checkpoint(
+            self.fingerprint(successors, as_generated=self.dedupe_raw_first)
+            .observe(counted, F.count(F.lit(1)).alias("n"),
+                     *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}") for i, a in enumerate(names)]))))
         agg = dict(counted.get)
         distinct = []
         if self.spec.deadlock:
@@ -762,6 +762,50 @@ def _unplanned(made: DataFrame) -> DataFrame:
     and statistics of the query that made it, which for a level's new states include the frontier's
     own: carried from level to level, they grew until optimizing a level took minutes (and the heap)."""
     return rows_frame(made.sparkSession, made._jdf.queryExecution().analyzed().rdd(), made.schema)
+
+
+def largest_first(made: DataFrame) -> DataFrame:
+    """A (local) checkpoint's rows with its partitions in decreasing order of their stored size.
+
+    A large level's successors have a partition per action and frontier part, and the actions make
+    very different numbers of successors. Spark runs a job's tasks in partition order, so when a
+    large partition came last, the jobs over the successors (the narrow columns' collect, fetching
+    the new states, then writing their Parquet, whose partitions are the same) ended with one task
+    alone for 0.7 to 1.2 s (bk_v413_rrf's levels 15 and 16, ``pipelines/event_log_balance.py``).
+    Largest first, the small ones fill the other core at the end. Only the order of the partitions
+    changes (each is the checkpoint's own block, read in place), not their rows."""
+    rdd = made._jdf.queryExecution().analyzed().rdd() if _checkpoint_rdd_id(made) is not None else None
+    if rdd is None:
+        return made
+    spark = made.sparkSession
+    n = int(rdd.getNumPartitions())
+    if n <= spark.sparkContext.defaultParallelism:
+        return made
+    jvm = spark._jvm
+    master = jvm.org.apache.spark.SparkEnv.get().blockManager().master()
+    sizes = []
+    for p in range(n):
+        statuses = master.getBlockStatus(jvm.org.apache.spark.storage.RDDBlockId(rdd.id(), p), False)
+        it = statuses.valuesIterator()
+        size = 0
+        while it.hasNext():
+            st = it.next()
+            size += int(st.memSize()) + int(st.diskSize())
+        sizes.append(size)
+    order = sorted(range(n), key=lambda p: -sizes[p])
+    if order == list(range(n)):
+        return made
+    pruned = []
+    for p in order:
+        keep = jvm.java.util.HashSet()
+        keep.add(p)
+        only = jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep).toSet()
+        pruned.append(jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd, only).toJavaRDD())
+    jsc = spark.sparkContext._jsc
+    arr = spark.sparkContext._gateway.new_array(jvm.org.apache.spark.api.java.JavaRDD, len(pruned))
+    for i, r in enumerate(pruned):
+        arr[i] = r
+    return rows_frame(spark, jsc.union(arr).rdd(), made.schema)
 
 
 def _checkpoint_rdd_id(df: DataFrame) -> int | None:

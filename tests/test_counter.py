@@ -350,6 +350,32 @@ def test_checkpoints_are_serialized(spark):
     assert spark.sparkContext._jsc.getPersistentRDDs()[_checkpoint_rdd_id(default)].getStorageLevel().deserialized()
 
 
+def test_a_checkpoints_partitions_run_largest_first(spark):
+    """A large level's successors are read with their partitions in decreasing size (Spark runs a job's
+    tasks in partition order: a large partition last ran alone on one core), the same rows."""
+    from pyspark.sql import functions as F
+
+    from engine.checker import largest_first
+    from engine.session import checkpoint
+    sizes = [10, 1000, 50, 3000, 5, 200]
+    rows = spark.sparkContext.parallelize([(p, i) for p, n in enumerate(sizes) for i in range(n)], len(sizes))
+    made = checkpoint(spark.createDataFrame(rows.partitionBy(len(sizes), lambda p: p).map(lambda kv: kv),
+                                            "p int, i int"))
+
+    def counts(df):
+        got = df.withColumn("pid", F.spark_partition_id()).groupBy("pid").count().collect()
+        return [c for _, c in sorted((r["pid"], r["count"]) for r in got)]
+
+    assert counts(made) == sizes
+    ordered = largest_first(made)
+    assert counts(ordered) == sorted(sizes, reverse=True)
+    assert sorted(map(tuple, ordered.collect())) == sorted(map(tuple, made.collect()))
+    # A frame that is not a checkpoint, or one with no more partitions than cores: left as it is.
+    plain = spark.range(0, 10, 1, 4)
+    few = checkpoint(spark.range(0, 10, 1, spark.sparkContext.defaultParallelism))
+    assert largest_first(plain) is plain and largest_first(few) is few
+
+
 def test_actions_that_shuffle_are_planned_each_level(capsys, tmp_path, test_models_copy):
     """A shuffle's output, a broadcast or a subquery's value is fixed the first time a plan runs:
     the union of actions planned once would read, level after level, what it read over the first
