@@ -27,7 +27,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from . import arrow_level
 from .assume import check_assumptions
-from .expand import CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model, rows_frame
+from .expand import CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model, partitions_of, rows_frame
 from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
 from . import invariants
 from .invariants import InvariantSuite
@@ -779,9 +779,9 @@ def largest_first(made: DataFrame) -> DataFrame:
     alone for 0.7 to 1.2 s (bk_v413_rrf's levels 15 and 16, ``pipelines/event_log_balance.py``).
     Largest first, the small ones fill the other core at the end. Only the order of the partitions
     changes (each is the checkpoint's own block, read in place), not their rows."""
-    rdd = made._jdf.queryExecution().analyzed().rdd() if _checkpoint_rdd_id(made) is not None else None
-    if rdd is None:
+    if _checkpoint_rdd_id(made) is None:
         return made
+    rdd = made._jdf.queryExecution().analyzed().rdd()
     spark = made.sparkSession
     n = int(rdd.getNumPartitions())
     if n <= spark.sparkContext.defaultParallelism:
@@ -800,17 +800,10 @@ def largest_first(made: DataFrame) -> DataFrame:
     order = sorted(range(n), key=lambda p: -sizes[p])
     if order == list(range(n)):
         return made
-    pruned = []
-    for p in order:
-        keep = jvm.java.util.HashSet()
-        keep.add(p)
-        only = jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep).toSet()
-        pruned.append(jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd, only).toJavaRDD())
-    jsc = spark.sparkContext._jsc
-    arr = spark.sparkContext._gateway.new_array(jvm.org.apache.spark.api.java.JavaRDD, len(pruned))
-    for i, r in enumerate(pruned):
-        arr[i] = r
-    return rows_frame(spark, jsc.union(arr).rdd(), made.schema)
+    parts = spark.sparkContext._gateway.new_array(jvm.org.apache.spark.api.java.JavaRDD, n)
+    for i, p in enumerate(order):
+        parts[i] = partitions_of(spark, rdd, [p]).toJavaRDD()
+    return rows_frame(spark, spark.sparkContext._jsc.union(parts).rdd(), made.schema)
 
 
 def _checkpoint_rdd_id(df: DataFrame) -> int | None:

@@ -258,6 +258,18 @@ def rows_frame(spark: SparkSession, rdd, schema) -> DataFrame:
     return DataFrame(jsp.internalCreateDataFrame(rdd, jschema, False), spark)
 
 
+def partitions_of(spark: SparkSession, rdd, numbers: list[int]):
+    """The JVM RDD ``rdd`` cut to the partitions ``numbers`` (Spark's ``PartitionPruningRDD``, in
+    their own order): its partition filter is a Scala set of partition numbers, a set being a
+    function to booleans, so no JVM code of the engine's is needed."""
+    jvm = spark._jvm
+    keep = jvm.java.util.HashSet()
+    for n in numbers:
+        keep.add(n)
+    only = jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep).toSet()
+    return jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd, only)
+
+
 def jvm_schema(spark: SparkSession, schema: StructType):
     return spark._jsparkSession.parseDataType(schema.json())
 
@@ -442,15 +454,9 @@ class HeldExpansion:
 
     def _first_part(self, annotate: bool):
         """The held plan's RDD cut to its first partition (every action over the first file), made
-        once per plan. Its partition filter is a Scala set of partition numbers (a set is a function
-        to booleans)."""
+        once per plan."""
         if annotate not in self._first:
-            jvm = self.spark._jvm
-            keep = jvm.java.util.HashSet()
-            keep.add(0)
-            only = jvm.scala.jdk.javaapi.CollectionConverters.asScala(keep).toSet()
-            held = self._plans[annotate][0]
-            self._first[annotate] = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(held, only)
+            self._first[annotate] = partitions_of(self.spark, self._plans[annotate][0], [0])
         return self._first[annotate]
 
     def cache_rdd_id(self) -> int | None:
