@@ -769,6 +769,22 @@ def _unplanned(made: DataFrame) -> DataFrame:
     return rows_frame(made.sparkSession, made._jdf.queryExecution().analyzed().rdd(), made.schema)
 
 
+def _block_manager_master(spark: SparkSession):
+    """The driver's ``BlockManagerMaster``. ``SparkEnv`` is reached through method handles, not
+    Py4J: Py4J lists a class's methods to call one, and in Spark 4.3 one of ``SparkEnv``'s methods
+    names a protobuf class that PySpark does not ship (``NoClassDefFoundError``)."""
+    jvm, gateway = spark._jvm, spark.sparkContext._gateway
+    handles, types = jvm.java.lang.invoke.MethodHandles.publicLookup(), jvm.java.lang.invoke.MethodType
+    env_class = jvm.java.lang.Class.forName("org.apache.spark.SparkEnv")
+    manager_class = jvm.java.lang.Class.forName("org.apache.spark.storage.BlockManager")
+    env = handles.findStatic(env_class, "get", types.methodType(env_class)).invokeWithArguments(
+        gateway.new_array(jvm.java.lang.Object, 0))
+    args = gateway.new_array(jvm.java.lang.Object, 1)
+    args[0] = env
+    manager = handles.findVirtual(env_class, "blockManager", types.methodType(manager_class)).invokeWithArguments(args)
+    return manager.master()
+
+
 def largest_first(made: DataFrame) -> DataFrame:
     """A (local) checkpoint's rows with its partitions in decreasing order of their stored size.
 
@@ -787,7 +803,7 @@ def largest_first(made: DataFrame) -> DataFrame:
     if n <= spark.sparkContext.defaultParallelism:
         return made
     jvm = spark._jvm
-    master = jvm.org.apache.spark.SparkEnv.get().blockManager().master()
+    master = _block_manager_master(spark)
     sizes = []
     for p in range(n):
         statuses = master.getBlockStatus(jvm.org.apache.spark.storage.RDDBlockId(rdd.id(), p), False)

@@ -64,6 +64,16 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         # (bk_master_3b_sym's level 18 failed with UNABLE_TO_ACQUIRE_MEMORY with the default).
         .config("spark.memory.storageFraction", os.environ.get("SSE_STORAGE_FRACTION", "0.1"))
         .config("spark.sql.ansi.enabled", "true")
+        # Spark 4.3 can fuse a union's branches into one generated stage; its RDD is then one
+        # MapPartitionsRDD over every branch, and the held union could no longer run each frontier
+        # part's actions as one task (engine.expand.HeldExpansion._by_part). Each branch keeps
+        # its own generated stage.
+        .config("spark.sql.codegen.wholeStage.union.enabled", "false")
+        # A generated method over 8,000 bytes of bytecode is never compiled by HotSpot's JIT. Spark 4.3
+        # generates code for higher-order functions, and a model's invariants over nested arrays make
+        # one stage's method 13,265 bytes (kafka_kip320: its largest levels took twice as long,
+        # interpreted by the JVM). Above the limit Spark compiles the operators one by one instead.
+        .config("spark.sql.codegen.hugeMethodLimit", os.environ.get("SSE_HUGE_METHOD_LIMIT", "8000"))
         .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .config("spark.hadoop.parquet.enable.summary-metadata", "false")
         .config("spark.sql.parquet.compression.codec", "zstd")
