@@ -1,6 +1,6 @@
 """Benchmark model checks: wall time, Spark start-up, throughput, per-level fixed cost, memory, bytes.
 
-    python pipelines/benchmark.py [CASE ...] [--master local[2]] [--small 1000] [--no-record]
+    python pipelines/benchmark.py [CASE ...] [--master local[2]] [--cpus N] [--small 1000] [--no-record]
                                   [--models DIR] [--run-dir DIR] [--sample 5]
 
 A CASE is ``MODEL[:CONFIG][+CONST=VALUE...]``, for example ``ledger_chaining`` (its default
@@ -21,6 +21,11 @@ heap in use, and the Python driver's resident set. The run is cut into tenths by
 tenth prints the states stored by its end, the least heap in use (what survived the collections:
 the live set) and the most, and the resident sets. Driver memory that stays flat while the stored
 states grow is what a state space larger than memory needs.
+
+``--cpus N`` runs the benchmark on the first N of the CPUs it may use (its affinity, which the JVM it
+starts and that JVM's threads inherit). ``local[1]`` alone runs one task at a time, but the JVM's
+collector and JIT compiler threads, and the Python driver, still use the other core; with
+``--cpus 1`` the whole run has one core, and the JVM sizes its collector and compiler for one.
 
 The figures are appended to the Delta table ``<warehouse>/_benchmarks`` (``--warehouse``,
 default ``<checkout>/warehouse``) so runs can be compared over time; the memory samples go to
@@ -163,6 +168,16 @@ def git_commit() -> str:
         return ""
 
 
+def pin_cpus(n: int) -> list[int]:
+    """Restrict this process, and every thread and process it starts from now on, to the first ``n``
+    CPUs of its affinity; the CPUs kept."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if not 1 <= n <= len(allowed):
+        raise ValueError(f"--cpus {n}: this process may use {len(allowed)} CPUs ({allowed})")
+    os.sched_setaffinity(0, allowed[:n])
+    return allowed[:n]
+
+
 def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None,
              models: Path | None = None, run_dir: Path | None = None, sample_every: float = 5.0) -> dict:
     model_name, config, sets = parse_case(case)
@@ -192,6 +207,8 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "result": out.result, "distinct": out.distinct_states, "generated": out.states_generated,
         "depth": out.depth, "levels": len(levels),
         "wall_s": startup + search, "startup_s": startup, "class_archive": class_archive.status(),
+        "cpus": len(os.sched_getaffinity(0)),
+        "jvm_cpus": int(spark._jvm.java.lang.Runtime.getRuntime().availableProcessors()),
         "search_s": search, "cpu_s": cpu,
         "distinct_per_s": out.distinct_states / search, "generated_per_s": out.states_generated / search,
         "fixed_median_s": statistics.median(small_levels), "fixed_worst_s": max(small_levels),
@@ -211,7 +228,8 @@ def show(r: dict, small: int) -> None:
           f"depth {r['depth']}")
     print(f"wall time          {r['wall_s']:.1f} s (Spark start-up {r['startup_s']:.1f} s, search {r['search_s']:.1f} s; "
           f"class archive {r['class_archive']})")
-    print(f"cpu time           {r['cpu_s']:.1f} s (driver, JVM and Python workers, search only)")
+    print(f"cpu time           {r['cpu_s']:.1f} s (driver, JVM and Python workers, search only), "
+          f"on {r['cpus']} of {os.cpu_count()} CPUs (the JVM sees {r['jvm_cpus']})")
     print(f"throughput         {r['generated_per_s']:,.0f} generated/s, {r['distinct_per_s']:,.0f} distinct/s")
     print(f"fixed cost/level   median {r['fixed_median_s']:.3f} s, worst {r['fixed_worst_s']:.3f} s "
           f"({r['fixed_levels']} of {r['levels']} levels generated < {small:,} states); "
@@ -245,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("cases", nargs="*", default=["ledger_chaining"], help="MODEL[:CONFIG][+CONST=VALUE...]")
     p.add_argument("--master", default=None, help="Spark master (default local[2], or SSE_SPARK_MASTER)")
+    p.add_argument("--cpus", type=int, default=None,
+                   help="run on the first N CPUs only (the JVM and its threads included)")
     p.add_argument("--small", type=int, default=1000,
                    help="levels that generated fewer states than this count as fixed cost")
     p.add_argument("--no-deadlock", action="store_true")
@@ -258,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="keep the run's tables in this folder (default: a temporary folder, removed)")
     p.add_argument("--sample", type=float, default=5.0, help="seconds between memory samples")
     args = p.parse_args(argv)
+    if args.cpus is not None:
+        try:
+            pin_cpus(args.cpus)  # before the JVM starts: it inherits the affinity
+        except ValueError as exc:
+            p.error(str(exc))
 
     t0 = time.time()
     spark = get_spark(args.master)

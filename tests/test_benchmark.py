@@ -143,3 +143,28 @@ def test_sse_event_log_writes_spark_s_event_log_for_a_check(tmp_path):
     rows = balance.balance(balance.events_file(tmp_path / "events"), min_wall=0)
     assert rows and all(r["tasks"] >= 1 and 0 < r["busy"] for r in rows)
     assert any("toArrow" in s for r in rows for s in r["stages"])
+
+
+def test_the_benchmark_runs_a_case_on_the_cpus_it_is_given(tmp_path):
+    """A case end to end on one CPU: the counter's figures from the tests' own breadth-first search,
+    and the JVM the benchmark started sees one processor."""
+    import re
+    import subprocess
+    import sys
+    from conftest import TEST_MODELS
+    from test_counter import bfs
+    want = bfs({1, 2}, 5, deadlock=False)
+    script = str(ROOT / "pipelines" / "benchmark.py")
+    res = subprocess.run([sys.executable, script, "counter:no_deadlock+Max=5", "--models", str(TEST_MODELS),
+                          "--master", "local[1]", "--cpus", "1", "--warehouse", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert (f"result             ok: {want['distinct']:,} distinct, {want['generated']:,} generated, "
+            f"depth {want['depth']}") in res.stdout
+    assert re.search(r"on 1 of \d+ CPUs \(the JVM sees 1\)", res.stdout), res.stdout
+    row = DeltaTable(str(tmp_path / "_benchmarks")).to_pyarrow_table().to_pylist()[0]
+    assert (row["distinct"], row["depth"], row["cpus"], row["jvm_cpus"], row["master"]) == \
+        (want["distinct"], want["depth"], 1, 1, "local[1]")
+    res = subprocess.run([sys.executable, script, "--cpus", str(len(os.sched_getaffinity(0)) + 1), "--no-record"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and f"may use {len(os.sched_getaffinity(0))} CPUs" in res.stderr
