@@ -106,8 +106,39 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+# The JVM's threads by what they do, from their names as Linux keeps them (15 characters): Spark's
+# tasks, HotSpot's two JIT compilers, the garbage collector's workers; the rest ("other") is the
+# driver's own JVM work (planning, code generation, scheduling, Py4J) and the JVM's housekeeping.
+THREAD_KINDS = (("tasks", "Executor task"), ("jit_c2", "C2 CompilerThre"), ("jit_c1", "C1 CompilerThre"),
+                ("gc", "GC Thread"))
+THREAD_KIND_NAMES = {"tasks": "tasks", "jit_c2": "C2 JIT", "jit_c1": "C1 JIT", "gc": "GC", "other": "other"}
+
+
+def thread_kind(name: str) -> str:
+    return next((kind for kind, prefix in THREAD_KINDS if name.startswith(prefix)), "other")
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """Each live thread of process ``pid``: its name and its user+system CPU seconds."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            s = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue  # ended since the listing
+        f = s[s.rindex(")") + 2:].split()
+        out[int(tid)] = (s[s.index("(") + 1:s.rindex(")")], (int(f[11]) + int(f[12])) / _TCK)
+    return out
+
+
 class MemorySampler(threading.Thread):
-    """Samples the JVM's heap in use and resident set, and the Python driver's, every ``every`` s."""
+    """Samples the JVM's heap in use and resident set, and the Python driver's, every ``every`` s; and
+    every second the CPU time of each of the JVM's threads (HotSpot ends idle compiler threads: one
+    that ends keeps the figure of its last sample)."""
 
     def __init__(self, spark, jvm_pid: int, every: float):
         super().__init__(daemon=True)
@@ -116,20 +147,35 @@ class MemorySampler(threading.Thread):
         self.samples: list[dict] = []
         self.halt = threading.Event()
         self.t0 = time.time()
+        self.threads_at_start = thread_cpu(jvm_pid)
+        self.threads = dict(self.threads_at_start)
 
     def sample(self) -> None:
         self.samples.append({"t_s": time.time() - self.t0, "heap_used": int(self.bean.getHeapMemoryUsage().getUsed()),
                              "jvm_rss": rss_bytes(self.jvm_pid), "py_rss": rss_bytes(os.getpid())})
 
     def run(self) -> None:
-        while not self.halt.wait(self.every):
-            self.sample()
+        due = self.every
+        while not self.halt.wait(min(1.0, self.every)):
+            self.threads.update(thread_cpu(self.jvm_pid))
+            if time.time() - self.t0 >= due:
+                self.sample()
+                due += self.every
 
     def stop(self) -> list[dict]:
         self.halt.set()
         self.join()
+        self.threads.update(thread_cpu(self.jvm_pid))
         self.sample()
         return self.samples
+
+    def cpu_by_kind(self) -> dict[str, float]:
+        """CPU seconds the JVM's threads spent since the sampler was made, by kind (THREAD_KINDS)."""
+        out = dict.fromkeys([*(k for k, _ in THREAD_KINDS), "other"], 0.0)
+        for tid, (name, cpu) in self.threads.items():
+            before = self.threads_at_start.get(tid)
+            out[thread_kind(name)] += cpu - (before[1] if before and before[0] == name else 0.0)
+        return out
 
 
 def memory_tenths(samples: list[dict], levels: list[dict], t0: float, search_s: float) -> list[dict]:
@@ -196,6 +242,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
             samples = sampler.stop()
         search = time.time() - t0
         cpu = cpu_seconds() - c0
+        by_kind = sampler.cpu_by_kind()
         from deltalake import DeltaTable
         levels = DeltaTable(out.tables["levels"]).to_pyarrow_table().to_pylist()
         written = dir_bytes(wh / spec.model.name / spec.run_id)
@@ -210,6 +257,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "cpus": len(os.sched_getaffinity(0)),
         "jvm_cpus": int(spark._jvm.java.lang.Runtime.getRuntime().availableProcessors()),
         "search_s": search, "cpu_s": cpu,
+        **{f"cpu_{kind}_s": v for kind, v in by_kind.items()}, "cpu_python_s": cpu - sum(by_kind.values()),
         "distinct_per_s": out.distinct_states / search, "generated_per_s": out.states_generated / search,
         "fixed_median_s": statistics.median(small_levels), "fixed_worst_s": max(small_levels),
         "fixed_levels": sum(1 for r in levels if r["generated"] < small),
@@ -230,6 +278,8 @@ def show(r: dict, small: int) -> None:
           f"class archive {r['class_archive']})")
     print(f"cpu time           {r['cpu_s']:.1f} s (driver, JVM and Python workers, search only), "
           f"on {r['cpus']} of {os.cpu_count()} CPUs (the JVM sees {r['jvm_cpus']})")
+    print("cpu by thread      " + ", ".join(f"{THREAD_KIND_NAMES[k]} {r[f'cpu_{k}_s']:.1f} s" for k in THREAD_KIND_NAMES)
+          + f" (the JVM's threads); Python {r['cpu_python_s']:.1f} s")
     print(f"throughput         {r['generated_per_s']:,.0f} generated/s, {r['distinct_per_s']:,.0f} distinct/s")
     print(f"fixed cost/level   median {r['fixed_median_s']:.3f} s, worst {r['fixed_worst_s']:.3f} s "
           f"({r['fixed_levels']} of {r['levels']} levels generated < {small:,} states); "

@@ -165,6 +165,10 @@ def test_the_benchmark_runs_a_case_on_the_cpus_it_is_given(tmp_path):
     row = DeltaTable(str(tmp_path / "_benchmarks")).to_pyarrow_table().to_pylist()[0]
     assert (row["distinct"], row["depth"], row["cpus"], row["jvm_cpus"], row["master"]) == \
         (want["distinct"], want["depth"], 1, 1, "local[1]")
+    # the JVM's threads by kind: Spark's tasks did work, and no kind took more than the whole run
+    assert "cpu by thread      tasks " in res.stdout, res.stdout
+    kinds = [row[f"cpu_{k}_s"] for k in ("tasks", "jit_c2", "jit_c1", "gc", "other")]
+    assert row["cpu_tasks_s"] > 0 and all(k >= 0 for k in kinds) and sum(kinds) <= row["cpu_s"] + 0.5, row
     res = subprocess.run([sys.executable, script, "--cpus", str(len(os.sched_getaffinity(0)) + 1), "--no-record"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and f"may use {len(os.sched_getaffinity(0))} CPUs" in res.stderr
