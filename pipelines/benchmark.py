@@ -57,12 +57,18 @@ from engine.session import get_spark  # noqa: E402
 _TCK = os.sysconf("SC_CLK_TCK")
 
 
-def _stat_fields(pid: int) -> list[str] | None:
+def _read_stat(path: str) -> tuple[str, list[str]] | None:
+    """A process's or thread's ``stat`` file: its name and the fields after it (None once it ended)."""
     try:
-        s = Path(f"/proc/{pid}/stat").read_text()
+        s = Path(path).read_text()
     except OSError:
         return None
-    return s[s.rindex(")") + 2:].split()
+    return s[s.index("(") + 1:s.rindex(")")], s[s.rindex(")") + 2:].split()
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    stat = _read_stat(f"/proc/{pid}/stat")
+    return stat[1] if stat else None
 
 
 def cpu_seconds(root: int | None = None) -> float:
@@ -126,12 +132,10 @@ def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
     except OSError:
         return out
     for tid in tids:
-        try:
-            s = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-        except OSError:
-            continue  # ended since the listing
-        f = s[s.rindex(")") + 2:].split()
-        out[int(tid)] = (s[s.index("(") + 1:s.rindex(")")], (int(f[11]) + int(f[12])) / _TCK)
+        stat = _read_stat(f"/proc/{pid}/task/{tid}/stat")
+        if stat:  # not ended since the listing
+            name, f = stat
+            out[int(tid)] = (name, (int(f[11]) + int(f[12])) / _TCK)
     return out
 
 
@@ -171,7 +175,7 @@ class MemorySampler(threading.Thread):
 
     def cpu_by_kind(self) -> dict[str, float]:
         """CPU seconds the JVM's threads spent since the sampler was made, by kind (THREAD_KINDS)."""
-        out = dict.fromkeys([*(k for k, _ in THREAD_KINDS), "other"], 0.0)
+        out = dict.fromkeys(THREAD_KIND_NAMES, 0.0)
         for tid, (name, cpu) in self.threads.items():
             before = self.threads_at_start.get(tid)
             out[thread_kind(name)] += cpu - (before[1] if before and before[0] == name else 0.0)
