@@ -28,7 +28,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from . import arrow_level
 from .assume import check_assumptions
 from .expand import CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model, partitions_of, rows_frame
-from .fingerprint import FINGERPRINT_NOTE, fingerprint_sql
+from .fingerprint import fingerprint_note, fingerprint_sql
 from . import invariants
 from .invariants import InvariantSuite
 from .errors import ModelError
@@ -113,7 +113,7 @@ class Outcome:
     run_id: str
     tables: dict[str, str]
     seconds: float
-    fingerprint: str = FINGERPRINT_NOTE
+    fingerprint: str = field(default_factory=fingerprint_note)
     resumed_from_depth: int = 0
     from_cache: bool = False
     spark_startup_seconds: float = 0.0
@@ -943,5 +943,5 @@ def _outcome_from_row(spec: RunSpec, row: dict[str, Any], store: RunStore, secon
         violated_invariant=row["violated_invariant"], distinct_states=row["distinct_states"],
         states_generated=row["states_generated"], depth=row["depth"], trace=json.loads(row["trace"]),
         run_id=row["run_id"], tables=store.tables(), seconds=seconds, from_cache=True,
-        symmetry=spec.symmetry, actions_generated=json.loads(row.get("actions_generated") or "{}"),
+        fingerprint=row.get("fingerprint") or fingerprint_note(), symmetry=spec.symmetry, actions_generated=json.loads(row.get("actions_generated") or "{}"),
     )

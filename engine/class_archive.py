@@ -42,15 +42,15 @@ def _java_home() -> Path | None:
     return Path(os.path.realpath(java)).parent.parent if java else None
 
 
-def _digest() -> str | None:
-    """What the archive depends on: the JVM (its ``release`` file and ``libjvm``) and Spark's jars
-    (names, sizes, times)."""
+def _digest(class_path: str = "") -> str | None:
+    """What the archive depends on: the JVM (its ``release`` file and ``libjvm``), Spark's jars
+    (names, sizes, times) and what else is on the class path (the engine's own jar)."""
     import pyspark
 
     home = _java_home()
     if home is None:
         return None
-    h = hashlib.sha256(f"{pyspark.__version__}\n{home.resolve()}\n".encode())
+    h = hashlib.sha256(f"{pyspark.__version__}\n{home.resolve()}\n{class_path}\n".encode())
     for f in [home / "release", *sorted(home.glob("lib/server/libjvm.*"))]:
         if f.is_file():
             st = f.stat()
@@ -85,9 +85,9 @@ class ClassArchive:
         self.writing = False
 
     @classmethod
-    def configured(cls) -> "ClassArchive | None":
-        """The archive for the JVM Spark will start, or None when ``SSE_CLASS_ARCHIVE=off`` or the
-        cache folder cannot be made."""
+    def configured(cls, class_path: str = "") -> "ClassArchive | None":
+        """The archive for the JVM Spark will start (with ``class_path`` before Spark's jars), or None
+        when ``SSE_CLASS_ARCHIVE=off`` or the cache folder cannot be made."""
         setting = os.environ.get(ENV, "").strip()
         if setting.lower() in {"off", "0", "false", "no"}:
             return None
@@ -97,7 +97,7 @@ class ClassArchive:
             else:
                 cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
                 folder = Path(cache) / "sse"
-            digest = _digest()
+            digest = _digest(class_path)
             if digest is None:
                 return None
             folder.mkdir(parents=True, exist_ok=True)

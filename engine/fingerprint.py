@@ -2,35 +2,79 @@
 
 Spark's xxhash64 walks nested values without recording lengths or nulls, so on its own
 ``([1,2],[3])`` and ``([1],[2,3])`` hash alike, as do ``(null,"a")`` and ``("a",null)``. The state
-is therefore hashed as JSON text (``to_json``): brackets delimit every array and object, every
-field is named, every string is quoted and escaped, so two different states are two different
-texts. A struct field that is null is left out of its object (its key is missing: for a fixed
-schema that says the field is null as surely as ``null`` would), and a null in an array is written
-``null``. Leaving null fields out shortens bookkeeper's states by 29 % (its messages have eight
-fields, most of them null for any one kind of message) and their fingerprints by 11 %. Spark compiles ``to_json``; the earlier encoding, a length and a null flag per
-value built with ``transform`` lambdas that Spark interprets, cost three times as much (bookkeeper's
-states: 3.7 to 4.0 s against 1.3 s per 42,156 states). Columns whose JSON text could lose
-information (floating point, decimals, dates, times, binary) keep that encoding. Two 64-bit hashes
-seeded differently make the fingerprint 128 bits: with N distinct states the chance that any two
-share a fingerprint is about N^2 / 2^129 (below 1e-20 for a billion states).
+is therefore hashed as bytes that determine it. Two schemes (``SSE_FINGERPRINT``):
+
+- ``row-bytes`` (the default): the state in Spark's own binary row format, an UnsafeRow, made by
+  the engine's JVM function ``sse_row_bytes`` (engine/jvm/RowBytes.java, engine.jvm_ext). For a
+  given schema the bytes are a function of the value alone (null fields and padding are zeroed:
+  Spark's hash aggregation groups rows by comparing them) and can be read back, so two states never
+  share them. Making them is a copy of the row; the JSON text below costs three to four times as
+  much (kafka_kip320:C's 737,794 states: 0.5 s against 1.4 to 2.2 s on 2 cores; a fifth of the
+  tasks' time in a ledger chaining run was Jackson writing it, JFR's samples).
+- ``json``: the state as JSON text (``to_json``), where the JVM function is not to be had (no JDK to
+  compile it). Brackets delimit every array and object, every field is named (by position), every
+  string is quoted and escaped, so two different states are two different texts. A struct field
+  that is null is left out of its object (for a fixed schema that says the field is null as surely
+  as ``null`` would); a null in an array is written ``null``.
+
+Columns of types that neither writes exactly and distinctly (floating point: -0.0 and the NaNs;
+decimals, dates, times, binary) are hashed with an explicit null flag and length per value
+(``encode_args``). Two 64-bit hashes seeded differently make the fingerprint 128 bits: with N
+distinct states the chance that any two share a fingerprint is about N^2 / 2^129 (below 1e-20 for a
+billion states). The scheme is part of every run id: a warehouse fingerprinted by another is not
+resumed.
 """
 from __future__ import annotations
+
+import os
 
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, IntegerType, LongType,
                                MapType, ShortType, StringType, StructField, StructType)
 
-__all__ = ["FINGERPRINT_NOTE", "FINGERPRINT_SCHEME", "encode_args", "fingerprint_sql", "json_exact"]
+from .errors import UsageError
 
+__all__ = ["ENV", "ROW_BYTES", "JSON", "encode_args", "fingerprint_note", "fingerprint_sql", "json_exact",
+           "scheme", "scheme_name"]
+
+ENV = "SSE_FINGERPRINT"
+ROW_BYTES, JSON = "row-bytes", "json"
 # Recorded in every run id: a warehouse fingerprinted by another scheme is not resumed.
-FINGERPRINT_SCHEME = "json-positional-nonull-xxhash64x2"
+_SCHEME_NAMES = {ROW_BYTES: "unsaferow-xxhash64x2", JSON: "json-positional-nonull-xxhash64x2"}
+_NOTES = {
+    ROW_BYTES: "two differently seeded xxhash64 over the state in Spark's binary row format (UnsafeRow)",
+    JSON: "two differently seeded xxhash64 over the state as JSON text, null fields left out",
+}
 
 # Any constant works; it seeds the second hash through xxhash64's chaining of its arguments.
 _SECOND_SEED = "CAST(-7046029254386353131 AS BIGINT)"
 
-FINGERPRINT_NOTE = (
-    "128-bit fingerprints (two differently seeded xxhash64 over the state as JSON text, null fields "
-    "left out); collision probability below N^2/2^129 for N distinct states"
-)
+
+
+def requested() -> str:
+    """The scheme ``SSE_FINGERPRINT`` asks for (``row-bytes`` when unset)."""
+    value = os.environ.get(ENV, "").strip().lower() or ROW_BYTES
+    if value not in _SCHEME_NAMES:
+        raise UsageError(f"{ENV}={os.environ[ENV]!r}: the fingerprint scheme is one of {', '.join(_SCHEME_NAMES)}")
+    return value
+
+
+def scheme() -> str:
+    """The scheme this process fingerprints states with: ``row-bytes`` when asked for and the
+    engine's JVM function can be had (engine.jvm_ext: compiled, or in the running JVM), else ``json``."""
+    if requested() == JSON:
+        return JSON
+    from . import jvm_ext
+    return ROW_BYTES if jvm_ext.available() else JSON
+
+
+def scheme_name() -> str:
+    """The scheme's name as recorded in run ids."""
+    return _SCHEME_NAMES[scheme()]
+
+
+def fingerprint_note() -> str:
+    return (f"128-bit fingerprints ({_NOTES[scheme()]}); collision probability below N^2/2^129 for N "
+            "distinct states")
 
 
 def encode_args(expr: str, dtype: DataType, depth: int = 0) -> list[str]:
@@ -53,7 +97,8 @@ def encode_args(expr: str, dtype: DataType, depth: int = 0) -> list[str]:
 
 
 def _json_exact(dtype: DataType) -> bool:
-    """Whether ``to_json`` writes every value of the type exactly and distinctly."""
+    """Whether ``to_json`` writes every value of the type exactly and distinctly (and so does
+    UnsafeRow: these types have no two encodings of one value, as -0.0 and 0.0 are)."""
     if isinstance(dtype, ArrayType):
         return _json_exact(dtype.elementType)
     if isinstance(dtype, StructType):
@@ -85,15 +130,20 @@ def _position_name(i: int) -> str:
             return name
 
 
-def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "") -> tuple[str, str]:
+def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "",
+                    using: str | None = None) -> tuple[str, str]:
     """The two halves of the fingerprint as SQL expressions over the named columns (fields of
-    ``prefix``, a struct, when given). Both hash the same JSON text; Spark evaluates it once per row
-    (common subexpression elimination) where they are in one projection.
+    ``prefix``, a struct, when given), in the scheme ``using`` (this process's, ``scheme()``, when
+    not given). Both hash the same bytes; Spark makes them once per row (common subexpression
+    elimination) where the two are in one projection.
 
-    The state is cast to a struct whose fields, at every level, are named by position (``a``,
-    ``b``, ...) before it is written: the same text for the same value, a fifth less of it for
-    Jackson to write than with the variables' own names (bookkeeper v4.13: 7.8 s against 9.4 s
+    As JSON, the state is cast to a struct whose fields, at every level, are named by position
+    (``a``, ``b``, ...) before it is written: the same text for the same value, a fifth less of it
+    for Jackson to write than with the variables' own names (bookkeeper v4.13: 7.8 s against 9.4 s
     for 875,859 states)."""
+    using = using or scheme()
+    if using not in _SCHEME_NAMES:
+        raise ValueError(f"unknown fingerprint scheme {using!r}")
     exact, exact_types, args = [], [], []
     for name, dtype in columns:
         if _json_exact(dtype):
@@ -101,7 +151,9 @@ def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "") -> tu
             exact_types.append(StructField(name, dtype))
         else:
             args.extend(encode_args(f"{prefix}`{name}`", dtype))
-    if exact:
+    if exact and using == ROW_BYTES:
+        args.insert(0, f"sse_row_bytes(named_struct({', '.join(exact)}))")
+    elif exact:
         short = _positional(StructType(exact_types)).simpleString()
         args.insert(0, f"to_json(CAST(named_struct({', '.join(exact)}) AS {short}), "
                        f"map('ignoreNullFields', 'true'))")

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from .errors import ModelError, UsageError
-from .fingerprint import FINGERPRINT_SCHEME
+from .fingerprint import scheme_name
 
 __all__ = [
     "Constant", "Variable", "SqlFile", "Model", "RunSpec",
@@ -141,7 +141,7 @@ class RunSpec:
                 # with another cannot be resumed: its fingerprints would not match)
                 **({"symmetry": self.symmetry} if self.model.symmetry else {}),
                 **({"canonical": "smallest-state"} if self.symmetry else {}),
-                "fingerprint": FINGERPRINT_SCHEME,
+                "fingerprint": scheme_name(),
                 **self.extra,
             },
             sort_keys=True,

@@ -9,6 +9,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
+from . import fingerprint, jvm_ext
 from .class_archive import ClassArchive
 from .model import Model
 
@@ -35,9 +36,11 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
     # When this call starts the JVM (not on Databricks, where PySpark joins a running one): map the
     # class archive, or write it as this JVM exits (engine.class_archive). Before SSE_JAVA_OPTIONS,
     # whose own -Xlog options (a GC log) then still apply.
-    archive, archive_options = None, ""
+    archive, archive_options, ext_jar = None, "", None
     if SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        archive = ClassArchive.configured()
+        # The engine's fingerprint function (engine.jvm_ext), on the class path of the JVM it starts.
+        ext_jar = jvm_ext.class_path() if fingerprint.requested() == fingerprint.ROW_BYTES else None
+        archive = ClassArchive.configured(ext_jar or "")
         archive_options = archive.jvm_options() if archive is not None else ""
     java_options = " ".join(o for o in ("-Dlog4j2.level=ERROR", archive_options,
                                         os.environ.get("SSE_JAVA_OPTIONS", JAVA_OPTIONS)) if o)
@@ -86,9 +89,18 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         os.makedirs(folder, exist_ok=True)
         builder = (builder.config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", folder)
                    .config("spark.eventLog.compress", "false"))
-    for k, v in (conf or {}).items():
+    conf = dict(conf or {})
+    if ext_jar:
+        # On the driver's class path (Py4J registers the function there) and shipped to executors
+        # that run in JVMs of their own (a spark:// master), which deserialize it with each task.
+        conf["spark.driver.extraClassPath"] = os.pathsep.join(
+            p for p in (ext_jar, conf.get("spark.driver.extraClassPath")) if p)
+        conf["spark.jars"] = ",".join(p for p in (ext_jar, conf.get("spark.jars")) if p)
+    for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
+    if fingerprint.requested() == fingerprint.ROW_BYTES:
+        jvm_ext.register(spark)
     if archive is not None:
         archive.started()
     spark.sparkContext.setLogLevel("ERROR")

@@ -1,32 +1,56 @@
-"""Fingerprints must tell apart the values Spark's own xxhash64 confuses."""
+"""Fingerprints must tell apart the values Spark's own xxhash64 confuses, in both schemes (the
+state's bytes as an UnsafeRow, the engine's default; its JSON text), and give one value one
+fingerprint however Spark came to hold it."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, TEST_MODELS
+from engine import fingerprint, jvm_ext
+from engine.errors import EngineError, UsageError
 from engine.fingerprint import fingerprint_sql
-from pyspark.sql.types import ArrayType, IntegerType, StringType
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, IntegerType, StringType, StructType
+
+SCHEMES = [fingerprint.ROW_BYTES, fingerprint.JSON]
 
 
-def fps(spark, rows, types, ddl):
-    a, b = fingerprint_sql(list(zip(["p", "q"], types)))
+def fps(spark, rows, types, ddl, using=None):
+    a, b = fingerprint_sql(list(zip(["p", "q"], types)), using=using)
     df = spark.createDataFrame(rows, ddl)
     return [tuple(r) for r in df.selectExpr(a, b).collect()]
 
 
-def test_array_boundaries_are_part_of_the_fingerprint(spark):
+def test_the_engine_fingerprints_with_its_jvm_function_by_default(spark):
+    assert fingerprint.scheme() == fingerprint.ROW_BYTES
+    a, b = fingerprint_sql([("p", IntegerType())])
+    assert a == "xxhash64(sse_row_bytes(named_struct('p', `p`)))" and "sse_row_bytes" in b
+    # one field, null bits (8 bytes), the value's 8-byte slot; the int 7 little-endian
+    assert bytes(spark.sql("SELECT sse_row_bytes(7)").first()[0]) == bytes(8) + (7).to_bytes(8, "little")
+
+
+@pytest.mark.parametrize("using", SCHEMES)
+def test_array_boundaries_are_part_of_the_fingerprint(spark, using):
     assert spark.sql("SELECT xxhash64(array(1,2), array(3)) = xxhash64(array(1), array(2,3))").first()[0]
     t = [ArrayType(IntegerType()), ArrayType(IntegerType())]
-    x, y, z = fps(spark, [([1, 2], [3]), ([1], [2, 3]), ([1, 2], [3])], t, "p array<int>, q array<int>")
+    x, y, z = fps(spark, [([1, 2], [3]), ([1], [2, 3]), ([1, 2], [3])], t, "p array<int>, q array<int>", using)
     assert x != y and x == z
 
 
-def test_nulls_and_string_boundaries_are_part_of_the_fingerprint(spark):
+@pytest.mark.parametrize("using", SCHEMES)
+def test_nulls_and_string_boundaries_are_part_of_the_fingerprint(spark, using):
     t = [StringType(), StringType()]
-    x, y, z = fps(spark, [(None, "a"), ("a", None), ("ab", "c")], t, "p string, q string")
-    w, = fps(spark, [("a", "bc")], t, "p string, q string")
+    x, y, z = fps(spark, [(None, "a"), ("a", None), ("ab", "c")], t, "p string, q string", using)
+    w, = fps(spark, [("a", "bc")], t, "p string, q string", using)
     assert len({x, y, z, w}) == 4
 
 
-def test_nested_nulls_strings_and_boundaries_are_part_of_the_fingerprint(spark):
-    """Within arrays of structs (hashed as JSON text, null fields left out): a null field, a struct
-    whose every field is null, a null element, a string holding JSON punctuation, and where one array
-    ends and the next begins."""
+@pytest.mark.parametrize("using", SCHEMES)
+def test_nested_nulls_strings_and_boundaries_are_part_of_the_fingerprint(spark, using):
+    """Within arrays of structs: a null field, a struct whose every field is null, a null element, a
+    string holding JSON punctuation, and where one array ends and the next begins."""
     from pyspark.sql.types import StructType
     ddl = "p array<struct<a:int, b:string>>, q array<struct<a:int, b:string>>"
     t = [f.dataType for f in StructType.fromDDL(ddl).fields]
@@ -42,15 +66,92 @@ def test_nested_nulls_strings_and_boundaries_are_part_of_the_fingerprint(spark):
         ([{"a": 1, "b": "x"}], [{"a": 2, "b": None}]),
         ([{"a": 1, "b": "x"}], [{"a": 2, "b": None}]),
     ]
-    got = fps(spark, rows, t, ddl)
+    got = fps(spark, rows, t, ddl, using)
     assert len(set(got[:-1])) == len(rows) - 1 and got[-1] == got[-2]
 
 
-def test_columns_json_cannot_write_exactly_keep_the_typed_encoding(spark):
+@pytest.mark.parametrize("using", SCHEMES)
+def test_one_value_one_fingerprint_however_spark_holds_it(spark, tmp_path, using):
+    """The same state from Python rows, from Parquet (Spark's columnar reader), and built by SQL
+    (higher-order functions, a struct with a null field, arrays grown and cut) has one fingerprint;
+    changing any one value changes it."""
+    ddl = "p array<struct<a:int, b:string, c:array<int>>>, q struct<x:boolean, y:array<string>>"
+    t = [f.dataType for f in StructType.fromDDL(ddl).fields]
+    a, b = fingerprint_sql(list(zip(["p", "q"], t)), using=using)
+    row = ([{"a": 1, "b": None, "c": [2, 3]}, {"a": None, "b": "z", "c": []}], {"x": True, "y": ["u", "v"]})
+    other = ([{"a": 1, "b": None, "c": [2, 3]}, {"a": None, "b": "z", "c": [0]}], {"x": True, "y": ["u", "v"]})
+    df = spark.createDataFrame([row, other], ddl)
+    df.write.parquet(str(tmp_path / "p"))
+    built = spark.sql(f"""SELECT CAST(array(
+            named_struct('a', 1, 'b', CAST(NULL AS STRING), 'c', transform(array(1, 2), v -> v + 1)),
+            named_struct('a', CAST(NULL AS INT), 'b', concat('', 'z'), 'c', filter(array(5), v -> v < 0)))
+          AS array<struct<a:int, b:string, c:array<int>>>) AS p,
+        named_struct('x', 1 < 2, 'y', slice(array('u', 'v', 'w'), 1, 2)) AS q""")
+    stored = spark.read.parquet(str(tmp_path / "p")).orderBy(F.expr("size(p[1].c)"))
+    got = [tuple(r) for d in (df, stored, built) for r in d.selectExpr(a, b).collect()]
+    assert got[0] == got[2] == got[4] and got[1] == got[3] and got[0] != got[1], got
+
+
+def test_the_scheme_is_part_of_the_run_id(monkeypatch):
+    from engine.model import load_model, resolve_run
+    spec = resolve_run(load_model("counter", TEST_MODELS), None, ["Max=3"], None, None)
+    by_bytes = spec.run_id
+    monkeypatch.setenv(fingerprint.ENV, "json")
+    assert fingerprint.scheme() == fingerprint.JSON and spec.run_id != by_bytes
+    monkeypatch.setenv(fingerprint.ENV, "md5")
+    with pytest.raises(UsageError, match=r"SSE_FINGERPRINT='md5': the fingerprint scheme is one of row-bytes, json"):
+        spec.run_id
+
+
+def test_without_a_jdk_the_function_cannot_be_compiled(tmp_path, monkeypatch):
+    monkeypatch.setattr(jvm_ext, "_jar", None)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv(jvm_ext.ENV, str(tmp_path / "cache"))
+    with pytest.raises(EngineError, match=r"no Java compiler \(javac\).*RowBytes.java.*needs a JDK"):
+        jvm_ext.jar()
+    assert not (tmp_path / "cache").exists()
+
+
+def test_the_jar_is_compiled_once_per_source_and_pyspark(tmp_path, monkeypatch):
+    monkeypatch.setattr(jvm_ext, "_jar", None)
+    monkeypatch.setenv(jvm_ext.ENV, str(tmp_path))
+    made = jvm_ext.jar()
+    assert made.parent == tmp_path and made.name.startswith("sse-ext-") and made.suffix == ".jar"
+    assert [p.name for p in tmp_path.iterdir()] == [made.name]  # nothing half-written left
+    import zipfile
+    assert "sse/RowBytes.class" in zipfile.ZipFile(made).namelist()
+    stamp = made.stat().st_mtime_ns
+    monkeypatch.setattr(jvm_ext, "_jar", None)
+    assert jvm_ext.jar() == made and made.stat().st_mtime_ns == stamp
+
+
+def test_a_search_finds_the_same_states_in_either_scheme(tmp_path):
+    """The counter model checked in its own JVM with JSON fingerprints and with the default: the
+    same figures, under two run ids."""
+    from platform_util import OK_ARGS
+    runs = {}
+    for using in SCHEMES:
+        argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
+                "--warehouse", str(tmp_path / "wh"), "--json", "--quiet"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), fingerprint.ENV: using}
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[using] = json.loads(done.stdout)
+    a, b = runs[fingerprint.ROW_BYTES], runs[fingerprint.JSON]
+    assert (a["distinct_states"], a["states_generated"], a["depth"]) == (20, b["states_generated"], 6)
+    assert (b["distinct_states"], b["depth"]) == (20, 6) and a["run_id"] != b["run_id"]
+    assert "UnsafeRow" in a["fingerprint"] and "JSON text" in b["fingerprint"]
+
+
+@pytest.mark.parametrize("using", SCHEMES)
+def test_columns_json_cannot_write_exactly_keep_the_typed_encoding(spark, using):
     from pyspark.sql.types import DoubleType
-    a, _ = fingerprint_sql([("p", IntegerType()), ("q", DoubleType())])
-    assert a.startswith("xxhash64(to_json(CAST(named_struct('p', `p`) AS struct<a:int>)") and "isnull(`q`), `q`" in a
+    a, _ = fingerprint_sql([("p", IntegerType()), ("q", DoubleType())], using=using)
+    head = {fingerprint.JSON: "xxhash64(to_json(CAST(named_struct('p', `p`) AS struct<a:int>)",
+            fingerprint.ROW_BYTES: "xxhash64(sse_row_bytes(named_struct('p', `p`))"}[using]
+    assert a.startswith(head) and "isnull(`q`), `q`" in a
     import math
     x, y, z = fps(spark, [(1, 0.1), (1, math.nextafter(0.1, 1.0)), (1, 0.1)], [IntegerType(), DoubleType()],
-                  "p int, q double")
+                  "p int, q double", using)
     assert x != y and x == z  # one unit in the last place apart

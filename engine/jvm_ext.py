@@ -1,0 +1,164 @@
+"""The engine's own JVM code, ``sse_row_bytes`` (engine/jvm/RowBytes.java): compiled once a machine.
+
+The fingerprint (engine.fingerprint) hashes a state's bytes in Spark's binary row format; Spark has
+no SQL function that gives them, so the engine adds one, a Catalyst expression with its own
+generated code. Its source is compiled with the JDK's ``javac`` against the installed PySpark's jars
+into ``sse-ext-<digest>.jar`` in the engine's cache folder (``$XDG_CACHE_HOME/sse``, or
+``~/.cache/sse``; ``SSE_JVM_EXT`` names another folder): about 3 s, once; the digest covers the
+source, PySpark's version and the compiler, so a new one of either makes a new jar. The jar goes on
+the class path of the JVM PySpark starts; in a JVM that is already running (a Databricks cluster) it
+is added with ``ADD JAR`` and the function registered through the session's class loader.
+
+Without a JDK (``javac`` on the PATH or in ``$JAVA_HOME/bin``) the engine fingerprints states as
+JSON text instead (slower; ``SSE_FINGERPRINT=json`` chooses it), and says so once on stderr.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import EngineError
+
+__all__ = ["SOURCE", "available", "jar", "javac", "register"]
+
+SOURCE = Path(__file__).resolve().parent / "jvm" / "RowBytes.java"
+CLASS = "sse.RowBytes"
+ENV = "SSE_JVM_EXT"
+COMPILE_TIMEOUT = 300
+
+_jar: Path | None = None
+_unavailable: str | None = None  # why there is no jar, once known
+_registered: dict[int, bool] = {}  # id of a JVM session -> whether sse_row_bytes is registered in it
+
+
+def cache_folder() -> Path:
+    setting = os.environ.get(ENV, "").strip()
+    if setting:
+        return Path(setting).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sse"
+
+
+def javac() -> Path | None:
+    """The JDK's compiler: ``$JAVA_HOME/bin/javac``, else the one on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "javac").is_file():
+        return Path(home) / "bin" / "javac"
+    found = shutil.which("javac")
+    return Path(found) if found else None
+
+
+def _spark_jars() -> Path:
+    import pyspark
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def _digest(compiler: Path) -> str:
+    import pyspark
+    h = hashlib.sha256(SOURCE.read_bytes())
+    h.update(f"\n{pyspark.__version__}\n{compiler.resolve()}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def jar() -> Path:
+    """The compiled jar, compiled now if this machine has none for this source, PySpark and JDK.
+    Raises EngineError when it cannot be made (no JDK, a compiler error, an unwritable cache)."""
+    global _jar
+    if _jar is not None and _jar.is_file():
+        return _jar
+    compiler = javac()
+    if compiler is None:
+        raise EngineError("no Java compiler (javac) on the PATH or in $JAVA_HOME/bin: the engine's "
+                          f"fingerprint function ({SOURCE.name}) needs a JDK, e.g. Debian's openjdk-17-jdk-headless")
+    folder = cache_folder()
+    target = folder / f"sse-ext-{_digest(compiler)}.jar"
+    if not target.is_file():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=folder, prefix=".sse-ext-") as tmp:
+                classes = Path(tmp) / "classes"
+                _run([str(compiler), "-nowarn", "-encoding", "UTF-8", "-cp", str(_spark_jars() / "*"),
+                      "-d", str(classes), str(SOURCE)], "compiling")
+                partial = Path(tmp) / "ext.jar"
+                jar_tool = compiler.parent / "jar"
+                _run([str(jar_tool), "cf", str(partial), "-C", str(classes), "."], "packing")
+                os.replace(partial, target)  # whole or absent: other processes may be compiling it too
+        except OSError as exc:
+            raise EngineError(f"the engine's JVM function could not be written to {folder}: {exc}") from None
+    _jar = target
+    return target
+
+
+def _run(argv: list[str], what: str) -> None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EngineError(f"{what} {SOURCE}: {exc}") from None
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        raise EngineError(f"{what} {SOURCE} failed ({argv[0]} exited {done.returncode}): "
+                          + " | ".join(detail[:6]))
+
+
+def _jvm_running() -> bool:
+    from pyspark import SparkContext
+    return SparkContext._gateway is not None or bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+
+
+def available() -> bool:
+    """Whether states can be fingerprinted with ``sse_row_bytes`` in this process: the jar exists or
+    was compiled now (a JVM PySpark will start gets it), or the running session has the function."""
+    global _unavailable
+    from pyspark.sql import SparkSession
+    active = SparkSession.getActiveSession()
+    if active is not None and _jvm_running():
+        return register(active)
+    if _unavailable is not None:
+        return False
+    try:
+        jar()
+        return True
+    except EngineError as exc:
+        _unavailable = str(exc)
+        print(f"engine: fingerprints as JSON text (slower): {exc}", file=sys.stderr)
+        return False
+
+
+def class_path() -> str | None:
+    """The jar for the class path of a JVM about to start, or None (fingerprints as JSON)."""
+    return str(jar()) if available() else None
+
+
+def register(spark) -> bool:
+    """Make ``sse_row_bytes`` a function of ``spark``'s session; whether it is one."""
+    key = id(spark._jsparkSession)
+    if key in _registered:
+        return _registered[key]
+    jvm = spark._jvm
+    ok = False
+    try:
+        jvm.sse.RowBytes.register(spark._jsparkSession)  # on the class path of a JVM this process started
+        ok = True
+    except Exception:
+        # A JVM this process did not start: add the jar to the session, then reach the class
+        # through the session's class loader.
+        try:
+            spark.sql(f"ADD JAR '{jar()}'")
+            loader = spark._jsparkSession.sharedState().jarClassLoader()
+            cls = jvm.java.lang.Class.forName(CLASS, True, loader)
+            session_cls = jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession")
+            params = jvm.java.lang.reflect.Array.newInstance(jvm.java.lang.Class, 1)
+            params[0] = session_cls
+            args = jvm.java.lang.reflect.Array.newInstance(jvm.java.lang.Object, 1)
+            args[0] = spark._jsparkSession
+            cls.getMethod("register", params).invoke(None, args)
+            ok = True
+        except Exception as exc:  # noqa: BLE001 - any failure means: fingerprint as JSON
+            global _unavailable
+            _unavailable = _unavailable or f"sse_row_bytes could not be added to the running JVM: {exc}"
+    _registered[key] = ok
+    return ok
