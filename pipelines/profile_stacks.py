@@ -47,7 +47,9 @@ from engine.symmetry import canonical_fingerprint_stages  # noqa: E402
 # What a frame's text says about the work it does, first match wins (checked innermost first).
 KINDS = [
     ("higher-order functions (interpreted lambdas)", re.compile(r"HigherOrderFunction|LambdaFunction|NamedLambdaVariable|ArrayTransform|ArrayFilter|ArrayExists|ArrayAggregate|ArrayForAll")),
-    ("fingerprint: JSON text", re.compile(r"StructsToJson|JacksonGenerator|json\.")),
+    ("fingerprint: JSON text", re.compile(r"StructsToJson|JacksonGenerator")),
+    ("fingerprint: row bytes", re.compile(r"sse\.RowBytes")),
+    ("JSON reading (the held union's frontier)", re.compile(r"JacksonParser|JsonFileFormat|JsonDataSource")),
     ("fingerprint: xxhash64", re.compile(r"XXH64|XxHash64")),
     ("array sorting", re.compile(r"SortArray|ArraySort|TimSort|ArrayData\.sort")),
     ("generator (LATERAL VIEW posexplode)", re.compile(r"GenerateExec|PosExplode|Explode")),

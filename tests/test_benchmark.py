@@ -172,3 +172,22 @@ def test_the_benchmark_runs_a_case_on_the_cpus_it_is_given(tmp_path):
     res = subprocess.run([sys.executable, script, "--cpus", str(len(os.sched_getaffinity(0)) + 1), "--no-record"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and f"may use {len(os.sched_getaffinity(0))} CPUs" in res.stderr
+
+
+def test_profile_jfr_sums_a_check_s_flight_recording(tmp_path, capsys):
+    """A check of the test counter under Flight Recorder: its result, then its samples by thread and
+    by kind of work, the fingerprint's bytes among them."""
+    from conftest import TEST_MODELS
+    spec = importlib.util.spec_from_file_location("profile_jfr", ROOT / "pipelines" / "profile_jfr.py")
+    jfr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jfr)
+    kept = tmp_path / "run.jfr"
+    assert jfr.main(["counter", "--models", str(TEST_MODELS), "--config", "no_deadlock", "--set", "Steps=1,2",
+                     "--set", "Max=12", "--keep", str(kept)]) == 0
+    out = capsys.readouterr().out
+    assert "counter: ok, 609 distinct" in out and "depth 13" in out  # F(15) - 1 states
+    assert "samples by thread: " in out and "Spark tasks" in out
+    assert kept.stat().st_size > 100_000
+    found = jfr.samples(kept)
+    assert found and all(frames for _, frames in found)
+    assert {jfr.thread_group(t) for t, _ in found} >= {"Spark tasks", "driver (Py4J calls, planning)"}

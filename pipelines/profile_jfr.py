@@ -1,0 +1,114 @@
+"""Where a whole check's JVM time goes: a run under the JDK's Flight Recorder, its samples summed.
+
+    python pipelines/profile_jfr.py MODEL [--config C] [--set CONST=VALUE ...] [--no-deadlock]
+                                    [--models DIR] [--top 15] [--keep FILE.jfr]
+
+The check runs as ``python -m engine check`` in a JVM of its own, fresh, in a temporary warehouse,
+with Java Flight Recorder on (``-XX:StartFlightRecording``, the ``profile`` settings: a stack of
+every running Java thread every 10 to 20 ms, taken without stopping the JVM, unlike jstack's). Then
+``jfr print`` reads the recording and this prints: the samples by thread (Spark's task threads,
+the driver's, the rest), the share of the task threads' samples in which each kind of work is on
+the stack (``profile_stacks.KINDS``: the fingerprint, the actions' generator, Arrow, Parquet, ...),
+and the most frequent innermost frames. The JIT compilers and the collector are native threads
+Flight Recorder does not sample; ``pipelines/benchmark.py`` reports their CPU ("cpu by thread").
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "pipelines"))
+
+from engine.session import JAVA_OPTIONS  # noqa: E402
+from profile_stacks import summarize  # noqa: E402
+
+TASK_THREAD = "Executor task launch worker"
+
+
+def jfr_tool() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "jfr").is_file():
+        return str(Path(home) / "bin" / "jfr")
+    found = shutil.which("jfr")
+    if not found:
+        raise SystemExit("no `jfr` tool (a JDK's bin/jfr) on the PATH or in $JAVA_HOME/bin")
+    return found
+
+
+def samples(recording: Path) -> list[tuple[str, list[str]]]:
+    """(thread name, frames innermost first as ``package.Class.method``) of every execution sample."""
+    out = subprocess.run([jfr_tool(), "print", "--json", "--events", "jdk.ExecutionSample", str(recording)],
+                         capture_output=True, text=True, check=True).stdout
+    found = []
+    for event in json.loads(out)["recording"]["events"]:
+        v = event["values"]
+        thread = (v.get("sampledThread") or {}).get("javaName") or "?"
+        frames = [f"{f['method']['type']['name'].replace('/', '.')}.{f['method']['name']}"
+                  for f in (v.get("stackTrace") or {}).get("frames", [])]
+        if frames:
+            found.append((thread, frames))
+    return found
+
+
+def thread_group(name: str) -> str:
+    if name.startswith(TASK_THREAD):
+        return "Spark tasks"
+    if name == "main" or name.startswith("Thread-"):
+        return "driver (Py4J calls, planning)"
+    return "other"
+
+
+def report(found: list[tuple[str, list[str]]], top: int) -> str:
+    groups = collections.Counter(thread_group(t) for t, _ in found)
+    n = max(len(found), 1)
+    lines = [f"{len(found)} samples by thread: " + ", ".join(f"{g} {100 * c / n:.1f} %" for g, c in groups.most_common())]
+    lines.append(summarize([f for t, f in found if t.startswith(TASK_THREAD)], top))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("model")
+    p.add_argument("--config", default=None)
+    p.add_argument("--set", action="append", default=[], metavar="CONST=VALUE")
+    p.add_argument("--no-deadlock", action="store_true")
+    p.add_argument("--models", type=Path, default=None, help="a folder with schemas/ and actions_sql/")
+    p.add_argument("--top", type=int, default=15)
+    p.add_argument("--keep", type=Path, default=None, help="keep the recording in this file")
+    args = p.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="sse-jfr-") as tmp:
+        recording = args.keep.resolve() if args.keep else Path(tmp) / "run.jfr"
+        cmd = [sys.executable, "-m", "engine", *(["--models", str(args.models)] if args.models else []),
+               "check", args.model, "--fresh", "--quiet", "--json", "--warehouse", str(Path(tmp) / "wh")]
+        cmd += ["--config", args.config] if args.config else []
+        for s in args.set:
+            cmd += ["--set", s]
+        cmd += ["--no-deadlock"] if args.no_deadlock else []
+        options = os.environ.get("SSE_JAVA_OPTIONS", JAVA_OPTIONS)
+        env = {**os.environ, "PYTHONPATH": str(ROOT),
+               # (the recorder's start-up message to stderr: stdout is the check's JSON)
+               "SSE_JAVA_OPTIONS": f"{options} -Xlog:jfr*=warning:stderr -XX:StartFlightRecording=filename={recording},"
+                                   "settings=profile,dumponexit=true"}
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if done.returncode not in (0, 11, 12):
+            print(done.stderr[-3000:], file=sys.stderr)
+            return done.returncode
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"{args.model}: {result['result']}, {result['distinct_states']:,} distinct, "
+              f"{result['states_generated']:,} generated, depth {result['depth']}, {result['seconds']:.1f} s")
+        print(report(samples(recording), args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
