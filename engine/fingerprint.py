@@ -8,9 +8,10 @@ is therefore hashed as bytes that determine it. Two schemes (``SSE_FINGERPRINT``
   the engine's JVM function ``sse_row_bytes`` (engine/jvm/RowBytes.java, engine.jvm_ext). For a
   given schema the bytes are a function of the value alone (null fields and padding are zeroed:
   Spark's hash aggregation groups rows by comparing them) and can be read back, so two states never
-  share them. Making them is a copy of the row; the JSON text below costs three to four times as
-  much (kafka_kip320:C's 737,794 states: 0.5 s against 1.4 to 2.2 s on 2 cores; a fifth of the
-  tasks' time in a ledger chaining run was Jackson writing it, JFR's samples).
+  share them. Making them is a copy of the row; the JSON text below costs two to four times as
+  much (kafka_kip320:C's 737,794 states: 0.59 to 1.06 s against 2.29 to 2.88 s on 2 cores,
+  pipelines/fingerprint_cost.py; a fifth of the tasks' time in a ledger chaining run was Jackson
+  writing it, pipelines/profile_jfr.py).
 - ``json``: the state as JSON text (``to_json``), where the JVM function is not to be had (no JDK to
   compile it). Brackets delimit every array and object, every field is named (by position), every
   string is quoted and escaped, so two different states are two different texts. A struct field

@@ -191,3 +191,15 @@ def test_profile_jfr_sums_a_check_s_flight_recording(tmp_path, capsys):
     found = jfr.samples(kept)
     assert found and all(frames for _, frames in found)
     assert {jfr.thread_group(t) for t, _ in found} >= {"Spark tasks", "driver (Py4J calls, planning)"}
+
+
+def test_fingerprint_cost_times_both_schemes_over_a_run_s_states(counter_ok, spark, capsys):
+    wh, res = counter_ok
+    spec = importlib.util.spec_from_file_location("fingerprint_cost", ROOT / "pipelines" / "fingerprint_cost.py")
+    cost = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cost)
+    assert cost.main([str(wh / "counter" / res["run_id"]), "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "counter (no_deadlock): 20 stored states, 2 variables" in out
+    assert "row-bytes " in out and "json " in out and out.count("(20 distinct)") == 2 and "no fingerprint" in out
+    assert cost.main([str(wh)]) == 2  # not a run's folder
