@@ -34,6 +34,11 @@ WRITE_TIMEOUT = 300
 QUIET = "-Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=off:stderr"
 
 
+def cache_folder() -> Path:
+    """The engine's cache on this machine: ``$XDG_CACHE_HOME/sse``, else ``~/.cache/sse``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sse"
+
+
 def _java_home() -> Path | None:
     home = os.environ.get("JAVA_HOME")
     if home:
@@ -92,11 +97,7 @@ class ClassArchive:
         if setting.lower() in {"off", "0", "false", "no"}:
             return None
         try:
-            if setting:
-                folder = Path(setting).expanduser()
-            else:
-                cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-                folder = Path(cache) / "sse"
+            folder = Path(setting).expanduser() if setting else cache_folder()
             digest = _digest(class_path)
             if digest is None:
                 return None

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import class_archive
 from .errors import EngineError
 
 __all__ = ["SOURCE", "available", "jar", "javac", "register"]
@@ -37,10 +38,9 @@ _registered: dict[int, bool] = {}  # id of a JVM session -> whether sse_row_byte
 
 
 def cache_folder() -> Path:
+    """Where the jar is kept: the folder ``SSE_JVM_EXT`` names, else the engine's cache."""
     setting = os.environ.get(ENV, "").strip()
-    if setting:
-        return Path(setting).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sse"
+    return Path(setting).expanduser() if setting else class_archive.cache_folder()
 
 
 def javac() -> Path | None:
