@@ -943,5 +943,6 @@ def _outcome_from_row(spec: RunSpec, row: dict[str, Any], store: RunStore, secon
         violated_invariant=row["violated_invariant"], distinct_states=row["distinct_states"],
         states_generated=row["states_generated"], depth=row["depth"], trace=json.loads(row["trace"]),
         run_id=row["run_id"], tables=store.tables(), seconds=seconds, from_cache=True,
-        fingerprint=row.get("fingerprint") or fingerprint_note(), symmetry=spec.symmetry, actions_generated=json.loads(row.get("actions_generated") or "{}"),
+        fingerprint=row.get("fingerprint") or fingerprint_note(), symmetry=spec.symmetry,
+        actions_generated=json.loads(row.get("actions_generated") or "{}"),
     )

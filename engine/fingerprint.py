@@ -50,7 +50,6 @@ _NOTES = {
 _SECOND_SEED = "CAST(-7046029254386353131 AS BIGINT)"
 
 
-
 def requested() -> str:
     """The scheme ``SSE_FINGERPRINT`` asks for (``row-bytes`` when unset)."""
     value = os.environ.get(ENV, "").strip().lower() or ROW_BYTES

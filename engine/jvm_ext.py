@@ -25,7 +25,7 @@ from pathlib import Path
 from . import class_archive
 from .errors import EngineError
 
-__all__ = ["SOURCE", "available", "jar", "javac", "register"]
+__all__ = ["SOURCE", "available", "jar", "javac", "jdk_tool", "register"]
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "RowBytes.java"
 CLASS = "sse.RowBytes"
@@ -43,13 +43,18 @@ def cache_folder() -> Path:
     return Path(setting).expanduser() if setting else class_archive.cache_folder()
 
 
-def javac() -> Path | None:
-    """The JDK's compiler: ``$JAVA_HOME/bin/javac``, else the one on the PATH."""
+def jdk_tool(name: str) -> Path | None:
+    """A JDK command (``javac``, ``jfr``): ``$JAVA_HOME/bin/NAME``, else the one on the PATH."""
     home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "javac").is_file():
-        return Path(home) / "bin" / "javac"
-    found = shutil.which("javac")
+    if home and (Path(home) / "bin" / name).is_file():
+        return Path(home) / "bin" / name
+    found = shutil.which(name)
     return Path(found) if found else None
+
+
+def javac() -> Path | None:
+    """The JDK's compiler."""
+    return jdk_tool("javac")
 
 
 def _spark_jars() -> Path:
@@ -84,7 +89,7 @@ def jar() -> Path:
                 _run([str(compiler), "-nowarn", "-encoding", "UTF-8", "-cp", str(_spark_jars() / "*"),
                       "-d", str(classes), str(SOURCE)], "compiling")
                 partial = Path(tmp) / "ext.jar"
-                jar_tool = compiler.parent / "jar"
+                jar_tool = compiler.resolve().parent / "jar"  # the same JDK's
                 _run([str(jar_tool), "cf", str(partial), "-C", str(classes), "."], "packing")
                 os.replace(partial, target)  # whole or absent: other processes may be compiling it too
         except OSError as exc:
@@ -104,10 +109,6 @@ def _run(argv: list[str], what: str) -> None:
                           + " | ".join(detail[:6]))
 
 
-def _jvm_running() -> bool:
-    from pyspark import SparkContext
-    return SparkContext._gateway is not None or bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
-
 
 def available() -> bool:
     """Whether states can be fingerprinted with ``sse_row_bytes`` in this process: the jar exists or
@@ -115,7 +116,7 @@ def available() -> bool:
     global _unavailable
     from pyspark.sql import SparkSession
     active = SparkSession.getActiveSession()
-    if active is not None and _jvm_running():
+    if active is not None:
         return register(active)
     if _unavailable is not None:
         return False

@@ -18,7 +18,6 @@ import argparse
 import collections
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pipelines"))
 
+from engine.jvm_ext import jdk_tool  # noqa: E402
 from engine.session import JAVA_OPTIONS  # noqa: E402
 from profile_stacks import summarize  # noqa: E402
 
@@ -35,13 +35,10 @@ TASK_THREAD = "Executor task launch worker"
 
 
 def jfr_tool() -> str:
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "jfr").is_file():
-        return str(Path(home) / "bin" / "jfr")
-    found = shutil.which("jfr")
-    if not found:
+    found = jdk_tool("jfr")
+    if found is None:
         raise SystemExit("no `jfr` tool (a JDK's bin/jfr) on the PATH or in $JAVA_HOME/bin")
-    return found
+    return str(found)
 
 
 def samples(recording: Path) -> list[tuple[str, list[str]]]:
