@@ -230,12 +230,13 @@ class _Search:
         self.kept: tuple[int, DataFrame, int | None] | None = None
         # Small levels run the union planned once per run (SSE_FIXED_PLAN=0: planned again each level).
         self.held_union: HeldExpansion | None = None
-        if os.environ.get("SSE_FIXED_PLAN", "1") != "0" and HeldExpansion.supports(cm.schema):
+        binary = os.environ.get("SSE_FRONTIER", "arrow") != "json" and HeldExpansion.binary_available(spark)
+        if os.environ.get("SSE_FIXED_PLAN", "1") != "0" and HeldExpansion.supports(cm.schema, binary):
             # (Hadoop's listing hides names starting with _ or ., the folder read included.)
             finish = lambda union, annotate: self._finish_expansion(union, annotate, coalesce=False)  # noqa: E731
             self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf", finish,
                                             f"sse_frontier_{abs(hash(store.root)):x}",
-                                            spark.sparkContext.defaultParallelism, self._expansion_tasks())
+                                            spark.sparkContext.defaultParallelism, self._expansion_tasks(), binary)
 
     def close(self) -> None:
         self.index.release()

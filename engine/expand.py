@@ -20,11 +20,13 @@ from pyspark import StorageLevel
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType, BooleanType, DataType, NullType, NumericType, StructField, StructType,
     LongType, IntegerType,
 )
 
+from . import jvm_ext
 from .errors import ModelError
 from .fingerprint import json_exact
 from .model import Model, SqlFile
@@ -306,16 +308,20 @@ class HeldExpansion:
 
     The leaf must read what is there when the job runs, not what was there when it was planned: a
     Parquet scan lists its files and their sizes at planning time, and a leaf computed in Python
-    costs a Python task (0.1 s) a level. So the frontier is ``parts`` JSON files (one a core), each
-    read with ``wholeTextFiles`` (whose reader reads a file whole, whatever its size when it was
-    listed) and parsed by ``from_json`` in the JVM: an array of consecutive states of the frontier
-    with their ``_ord``, ``_fp`` and ``_fp2``, written on the driver from its Arrow copy by Polars
-    (0.04 s for 30,000 ledger chaining states, where a Spark job writing it took 0.2 s). The parsed
-    frontier is cached in memory (``CACHE TABLE``) so that the actions' branches read it once:
-    before each level the cached RDD is dropped and persisted again, and the level's job parses the
-    new files, once each. The job's j-th task runs every action over the j-th file (``_by_part``). Only
-    states whose every column reads back from JSON as the same value are held this way
-    (``json_exact``); other models plan the union each level.
+    costs a Python task (0.1 s) a level. So the frontier is ``parts`` files (one a core) of
+    consecutive states of the frontier with their ``_ord``, ``_fp`` and ``_fp2``, written on the
+    driver from its Arrow copy, each read by a reader that reads a file whole, whatever its size when
+    it was listed:
+    - with the engine's JVM functions (engine.jvm_ext), an Arrow IPC stream read with
+      ``binaryFiles`` and decoded by Spark's Arrow reader (engine/jvm/ArrowFrontier.java): nothing
+      to format or parse, and every column type reads back exactly;
+    - without them, a JSON array written by Polars, read with ``wholeTextFiles`` and parsed by
+      ``from_json`` (only for states whose every column reads back from JSON as the same value,
+      ``json_exact``; other models plan the union each level). Parsing it was 13 % of ledger
+      chaining's task time (JFR, 2026-11-25).
+    The decoded frontier is cached in memory (``CACHE TABLE``) so that the actions' branches read it
+    once: before each level the cached RDD is dropped and persisted again, and the level's job reads
+    the new files, once each. The job's j-th task runs every action over the j-th file (``_by_part``).
 
     The successors name their parents' fingerprints: ``check_parents`` refuses successors that do
     not come from the frontier just written (stale data would be a wrong search, not a slow one).
@@ -323,8 +329,9 @@ class HeldExpansion:
 
     def __init__(self, spark: SparkSession, cm: CompiledModel, folder: Path,
                  finish: Callable[[DataFrame, bool], DataFrame], name: str, parts: int = 1,
-                 tasks: int | None = None):
+                 tasks: int | None = None, binary: bool = True):
         self.spark, self.cm, self.folder, self.finish = spark, cm, folder, finish
+        self.binary = binary  # Arrow files (ArrowFrontier), else JSON
         # SSE_BY_PART=0: the frontier in one file and the union's partitions coalesced into ``tasks``
         # (as before 2026-11-25; for comparisons).
         self.by_part = os.environ.get("SSE_BY_PART", "1") != "0"
@@ -332,8 +339,11 @@ class HeldExpansion:
         self.tasks = tasks or self.parts
         self.layout: str | None = None  # "by part" or "coalesced", once planned
         self.view = name
-        self.files = [folder / f"part-{j:05d}.json" for j in range(self.parts)]
+        self.files = [folder / f"part-{j:05d}.{'arrow' if binary else 'json'}" for j in range(self.parts)]
         self.columns = [*(f.name for f in cm.schema.fields), "_ord", "_fp", "_fp2"]
+        self.leaf_schema = StructType([*cm.schema.fields, *(StructField(c, LongType(), False)
+                                                            for c in ("_ord", "_fp", "_fp2"))])
+        self.arrow_schema = to_arrow_schema(self.leaf_schema) if binary else None
         self._plans: dict[bool, tuple] = {}
         self._first: dict[bool, object] = {}  # the plans' RDDs cut to their first partition
         self._cache_rdd = None
@@ -341,8 +351,13 @@ class HeldExpansion:
         self._fresh = True  # the cached frontier has not been computed yet
 
     @staticmethod
-    def supports(schema: StructType) -> bool:
-        return json_exact(schema)
+    def supports(schema: StructType, binary: bool) -> bool:
+        return binary or json_exact(schema)
+
+    @staticmethod
+    def binary_available(spark: SparkSession) -> bool:
+        """Whether this process's JVM has the engine's Arrow frontier reader on its class path."""
+        return jvm_ext.register(spark) and type(spark._jvm.sse.ArrowFrontier).__name__ == "JavaClass"
 
     def _write(self, frontier: pa.Table | None, split: bool = True) -> None:
         """The frontier in ``parts`` files of consecutive states (as even as the states allow), or
@@ -355,7 +370,11 @@ class HeldExpansion:
         for j, file in enumerate(self.files):
             lo, hi = n * min(j, parts) // parts, n * min(j + 1, parts) // parts
             tmp = self.folder / f".{file.name}.tmp"  # hidden from the reader's listing
-            if hi == lo:
+            if self.binary:
+                with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_stream(sink, self.arrow_schema) as out:
+                    if hi > lo:
+                        out.write_table(frontier.select(self.columns).slice(lo, hi - lo).cast(self.arrow_schema))
+            elif hi == lo:
                 tmp.write_bytes(b"[]")
             else:
                 pl.from_arrow(frontier.select(self.columns).slice(lo, hi - lo)).write_json(tmp)
@@ -372,16 +391,21 @@ class HeldExpansion:
         jsp, jsc = spark._jsparkSession, spark.sparkContext._jsc
         if not self._plans:
             schema = self.cm.schema
-            record = f"array<struct<{schema.simpleString()[len('struct<'):-1]},_ord:bigint,_fp:bigint,_fp2:bigint>>"
-            strings = spark._jvm.org.apache.spark.sql.Encoders.STRING()
-            text = None
-            for file in self.files:
-                one = DataFrame(jsp.createDataset(jsc.wholeTextFiles(str(file), 1).values().rdd(), strings).toDF(),
-                                spark)
-                text = one if text is None else text.unionAll(one)
-            leaf = (text.selectExpr(f"inline(from_json(value, '{record}', map('mode', 'FAILFAST')))")
-                    .selectExpr(*[f"`{f.name}`" for f in schema.fields],
-                                "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent"))
+            if self.binary:
+                rows = None
+                for file in self.files:
+                    one = rows_frame(spark, spark._jvm.sse.ArrowFrontier.read(jsc, str(file)).rdd(), self.leaf_schema)
+                    rows = one if rows is None else rows.unionAll(one)
+            else:
+                record = f"array<struct<{schema.simpleString()[len('struct<'):-1]},_ord:bigint,_fp:bigint,_fp2:bigint>>"
+                strings = spark._jvm.org.apache.spark.sql.Encoders.STRING()
+                for file in self.files:
+                    text = DataFrame(jsp.createDataset(jsc.wholeTextFiles(str(file), 1).values().rdd(), strings).toDF(),
+                                     spark)
+                    one = text.selectExpr(f"inline(from_json(value, '{record}', map('mode', 'FAILFAST')))")
+                    rows = one if file == self.files[0] else rows.unionAll(one)
+            leaf = rows.selectExpr(*[f"`{f.name}`" for f in schema.fields],
+                                   "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent")
             leaf.createOrReplaceTempView(self.view)
             spark.catalog.cacheTable(self.view, StorageLevel.MEMORY_AND_DISK)
         union = self.cm.successors(spark, spark.table(self.view))

@@ -1,8 +1,12 @@
-"""The engine's own JVM code, ``sse_row_bytes`` (engine/jvm/RowBytes.java): compiled once a machine.
+"""The engine's own JVM code (engine/jvm/*.java): compiled once a machine.
 
-The fingerprint (engine.fingerprint) hashes a state's bytes in Spark's binary row format; Spark has
-no SQL function that gives them, so the engine adds one, a Catalyst expression with its own
-generated code. Its source is compiled with the JDK's ``javac`` against the installed PySpark's jars
+- ``sse_row_bytes`` (RowBytes.java): the fingerprint (engine.fingerprint) hashes a state's bytes in
+  Spark's binary row format; Spark has no SQL function that gives them, so the engine adds one, a
+  Catalyst expression with its own generated code.
+- ``sse_seen`` (SeenSet.java): the seen fingerprints held in the JVM that runs the tasks (local
+  mode), so that the actions' job sends the driver whole rows of new states only (engine.seen_filter).
+
+The sources are compiled with the JDK's ``javac`` against the installed PySpark's jars
 into ``sse-ext-<digest>.jar`` in the engine's cache folder (``$XDG_CACHE_HOME/sse``, or
 ``~/.cache/sse``; ``SSE_JVM_EXT`` names another folder): about 3 s, once; the digest covers the
 source, PySpark's version and the compiler, so a new one of either makes a new jar. The jar goes on
@@ -25,10 +29,12 @@ from pathlib import Path
 from . import class_archive
 from .errors import EngineError
 
-__all__ = ["SOURCE", "available", "jar", "javac", "jdk_tool", "register"]
+__all__ = ["SOURCES", "available", "jar", "javac", "jdk_tool", "register"]
 
-SOURCE = Path(__file__).resolve().parent / "jvm" / "RowBytes.java"
-CLASS = "sse.RowBytes"
+FOLDER = Path(__file__).resolve().parent / "jvm"
+SOURCES = sorted(FOLDER.glob("*.java"))
+SOURCE = FOLDER / "RowBytes.java"  # the fingerprint's, named in errors
+CLASSES = [f"sse.{s.stem}" for s in SOURCES]  # each has a static register(SparkSession)
 ENV = "SSE_JVM_EXT"
 COMPILE_TIMEOUT = 300
 
@@ -64,7 +70,9 @@ def _spark_jars() -> Path:
 
 def _digest(compiler: Path) -> str:
     import pyspark
-    h = hashlib.sha256(SOURCE.read_bytes())
+    h = hashlib.sha256()
+    for source in SOURCES:
+        h.update(source.name.encode() + b"\0" + source.read_bytes())
     h.update(f"\n{pyspark.__version__}\n{compiler.resolve()}\n".encode())
     return h.hexdigest()[:16]
 
@@ -87,7 +95,7 @@ def jar() -> Path:
             with tempfile.TemporaryDirectory(dir=folder, prefix=".sse-ext-") as tmp:
                 classes = Path(tmp) / "classes"
                 _run([str(compiler), "-nowarn", "-encoding", "UTF-8", "-cp", str(_spark_jars() / "*"),
-                      "-d", str(classes), str(SOURCE)], "compiling")
+                      "-d", str(classes), *map(str, SOURCES)], "compiling")
                 partial = Path(tmp) / "ext.jar"
                 jar_tool = compiler.resolve().parent / "jar"  # the same JDK's
                 _run([str(jar_tool), "cf", str(partial), "-C", str(classes), "."], "packing")
@@ -102,10 +110,10 @@ def _run(argv: list[str], what: str) -> None:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EngineError(f"{what} {SOURCE}: {exc}") from None
+        raise EngineError(f"{what} {FOLDER}/*.java: {exc}") from None
     if done.returncode != 0:
         detail = (done.stderr or done.stdout).strip().splitlines()
-        raise EngineError(f"{what} {SOURCE} failed ({argv[0]} exited {done.returncode}): "
+        raise EngineError(f"{what} {FOLDER}/*.java failed ({argv[0]} exited {done.returncode}): "
                           + " | ".join(detail[:6]))
 
 
@@ -135,14 +143,16 @@ def class_path() -> str | None:
 
 
 def register(spark) -> bool:
-    """Make ``sse_row_bytes`` a function of ``spark``'s session; whether it is one."""
+    """Make the engine's functions (``sse_row_bytes``, ``sse_seen``) functions of ``spark``'s session;
+    whether they are."""
     key = id(spark._jsparkSession)
     if key in _registered:
         return _registered[key]
     jvm = spark._jvm
     ok = False
     try:
-        jvm.sse.RowBytes.register(spark._jsparkSession)  # on the class path of a JVM this process started
+        for name in CLASSES:  # on the class path of a JVM this process started
+            getattr(jvm.sse, name.split(".")[1]).register(spark._jsparkSession)
         ok = True
     except Exception:
         # A JVM this process did not start: add the jar to the session, then reach the class
@@ -150,13 +160,13 @@ def register(spark) -> bool:
         try:
             spark.sql(f"ADD JAR '{jar()}'")
             loader = spark._jsparkSession.sharedState().jarClassLoader()
-            cls = jvm.java.lang.Class.forName(CLASS, True, loader)
             session_cls = jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession")
             params = jvm.java.lang.reflect.Array.newInstance(jvm.java.lang.Class, 1)
             params[0] = session_cls
             args = jvm.java.lang.reflect.Array.newInstance(jvm.java.lang.Object, 1)
             args[0] = spark._jsparkSession
-            cls.getMethod("register", params).invoke(None, args)
+            for name in CLASSES:
+                jvm.java.lang.Class.forName(name, True, loader).getMethod("register", params).invoke(None, args)
             ok = True
         except Exception as exc:  # noqa: BLE001 - any failure means: fingerprint as JSON
             global _unavailable

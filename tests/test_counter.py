@@ -2,6 +2,8 @@
 with TLC's semantics (state constraint, invariants on every new successor, deadlock)."""
 import json
 
+import pytest
+
 from deltalake import DeltaTable
 
 from conftest import TEST_MODELS, run_cli
@@ -235,12 +237,15 @@ def test_held_expansion_refuses_successors_of_another_level():
         HeldExpansion.check_parents(pa.table({"_parent_fp": [1, 3], "_parent_fp2": [10, 30]}), frontier)
 
 
-def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("binary", [True, False], ids=["arrow", "json"])
+def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, binary):
     """The union planned once (engine.expand.HeldExpansion) and run again over frontier A, then B, then
     A gives, each time, what the union planned afresh over that frontier gives: the same successors,
-    fingerprints and keys, with the frontier in one file or several, in one task or a task a file. The frontiers hold what a JSON round trip could get wrong: quotes,
-    backslashes, newlines and non-ASCII text in strings, empty strings and arrays, a null struct,
-    fingerprints at the ends of the 64-bit range. A schema that JSON cannot carry exactly is not held."""
+    fingerprints and keys, with the frontier in one file or several, in one task or a task a file,
+    written as Arrow IPC streams (the engine's JVM reader) or as JSON (without it). The frontiers hold
+    what a JSON round trip could get wrong: quotes, backslashes, newlines and non-ASCII text in
+    strings, empty strings and arrays, a null struct, fingerprints at the ends of the 64-bit range. A
+    schema that JSON cannot carry exactly is held only as Arrow."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
@@ -281,7 +286,7 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch):
                                    ("0", 2, "coalesced")):
         monkeypatch.setenv("SSE_BY_PART", by_part)
         held = HeldExpansion(spark, cm, tmp_path / "_frontier" / "leaf", finish, "test_held_frontier",
-                             parts=parts, tasks=2)
+                             parts=parts, tasks=2, binary=binary)
         try:
             for frontier in (a, b, a):
                 for tasks in (1, None):
@@ -290,12 +295,13 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch):
                     assert rows(got) == rows(fresh(frontier))
             assert held.layout == layout
             assert sorted(p.name for p in (tmp_path / "_frontier" / "leaf").iterdir()) == \
-                [f"part-{j:05d}.json" for j in range(parts if by_part == "1" else 1)]
+                [f"part-{j:05d}.{'arrow' if binary else 'json'}" for j in range(parts if by_part == "1" else 1)]
         finally:
             held.close()
         assert not (tmp_path / "_frontier").exists()
-    assert HeldExpansion.supports(cm.schema)
-    assert not HeldExpansion.supports(StructType([StructField("x", DoubleType())]))
+    assert HeldExpansion.binary_available(spark)
+    assert HeldExpansion.supports(cm.schema, binary)
+    assert HeldExpansion.supports(StructType([StructField("x", DoubleType())]), binary) == binary
 
 
 def test_interpreted_block_restores_the_session(spark):
