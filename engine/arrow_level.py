@@ -83,6 +83,10 @@ class SeenFingerprints:
         self._parts.append(fps)
         self.count += fps.num_rows
 
+    def tables(self) -> list[pa.Table]:
+        """The fingerprints (``_fp``, ``_fp2``), a table per part."""
+        return list(self._parts)
+
     def unseen(self, states: pa.Table) -> pa.Table:
         """The rows of ``states`` whose fingerprint is not stored, in their order."""
         if not self._parts or states.num_rows == 0:

@@ -30,12 +30,13 @@ from .assume import check_assumptions
 from .expand import CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model, partitions_of, rows_frame
 from .fingerprint import fingerprint_note, fingerprint_sql
 from . import invariants
-from .invariants import InvariantSuite
+from .invariants import InvariantSuite, guarded
 from .errors import ModelError
 from .itf import parse_shape, write_itf
 from .model import RunSpec
 from .session import checkpoint, declare_constants, get_spark
 from . import seen as seen_index
+from .seen_filter import SEEN, SeenFilter
 from .symmetry import canonical_fingerprint_stages, check_paths
 from .store import LevelFigures, RunStore, check_warehouse, sum_counts
 from .trace import build_trace, trace_table_rows, trace_arrow_schema
@@ -237,9 +238,14 @@ class _Search:
             self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf", finish,
                                             f"sse_frontier_{abs(hash(store.root)):x}",
                                             spark.sparkContext.defaultParallelism, self._expansion_tasks(), binary)
+        # The stored fingerprints in the JVM too (local mode), grown with ``seen_fps``: the actions'
+        # job blanks the rows of successors seen before (engine.seen_filter).
+        self.seen_filter = SeenFilter(spark, store.root / "_frontier")
+        self.full_row_bytes: float | None = None  # a new state's bytes as Arrow, none blanked
 
     def close(self) -> None:
         self.index.release()
+        self.seen_filter.stop()
         if self.held_union is not None:
             self.held_union.close()
 
@@ -329,7 +335,7 @@ class _Search:
         cand = self._by_row_id(rows, order, "inner", n_picked).select(
             *self.vars, "_fp", "_fp2", F.lit(depth).cast("int").alias("_depth"), "_ord",
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
-            F.expr(self.in_model_expr).alias("_in_model"),
+            F.expr(self.in_model_expr).alias("_in_model"), *([SEEN] if SEEN in rows.columns else []),
         )
         return checkpoint(self.suite.with_columns(cand))
 
@@ -347,6 +353,7 @@ class _Search:
     def first_violation(self, cand: DataFrame, failed: list[str]) -> tuple[dict, str]:
         cond = " OR ".join(f"NOT `{InvariantSuite.column(n)}`" for n in failed)
         row = cand.where(cond).orderBy("_ord").limit(1).collect()[0].asDict(recursive=True)
+        row.pop(SEEN, None)
         return row, self._first_failed(row)
 
     def _first_failed(self, row: dict) -> str:
@@ -408,9 +415,11 @@ class _Search:
         return states.selectExpr(*[f"`{v}`" for v in self.vars],
                                  "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent", "_ord", "_fp", "_fp2")
 
-    def _annotate(self, df: DataFrame) -> DataFrame:
-        """``df`` with the state constraint (``_in_model``) and every invariant evaluated."""
-        return self.suite.with_columns(df.withColumn("_in_model", F.expr(self.in_model_expr)))
+    def _annotate(self, df: DataFrame, unless: str | None = None) -> DataFrame:
+        """``df`` with the state constraint (``_in_model``) and every invariant evaluated (NULL where
+        the column ``unless`` is true)."""
+        return self.suite.with_columns(df.withColumn("_in_model", F.expr(guarded(self.in_model_expr, unless))),
+                                       unless)
 
     def _spark_level(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int,
                      t0: float) -> dict | None:
@@ -438,7 +447,10 @@ class _Search:
         moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
         names = self.cm.action_names
         counted = Observation(f"successors of level {depth}")
-        made = checkpoint(self.fingerprint(successors, as_generated=self.dedupe_raw_first)
+        fingerprinted = self.fingerprint(successors, as_generated=self.dedupe_raw_first)
+        if not self.dedupe_raw_first:  # (de-duplicated as generated first: not the seen fingerprints)
+            fingerprinted = self.seen_filter.blank(self.seen_filter.mark(fingerprinted), self.vars)
+        made = checkpoint(fingerprinted
                           .observe(counted, F.count(F.lit(1)).alias("n"),
                                    *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
                                      for i, a in enumerate(names)]))
@@ -515,7 +527,9 @@ class _Search:
                          "_row": arrow_level.positions(n_gen)})
         firsts = arrow_level.first_per_state(keys)
         self.timer.mark("first")
-        new = succ.take(self._unseen_arrow(firsts, depth, distinct_total)["_row"])
+        new = SeenFilter.check(succ.take(self._unseen_arrow(firsts, depth, distinct_total)["_row"]))
+        if new.num_rows:
+            self.full_row_bytes = arrow_level.table_bytes(new) / new.num_rows
         self.timer.mark("unseen")
         if not inline:
             with interpreted(self.spark, new.num_rows <= INTERPRET_BELOW):
@@ -566,8 +580,10 @@ class _Search:
         # Coalesced, the union is not given the fingerprint's projection in each action's branch.
         if coalesce:
             successors = successors.coalesce(self._expansion_tasks())
-        succ = self._with_stages(successors, self.fp_stages)
-        return self._annotate(succ) if annotate else succ
+        succ = self.seen_filter.mark(self._with_stages(successors, self.fp_stages))
+        if annotate:
+            succ = self._annotate(succ, SEEN if SEEN in succ.columns else None)
+        return self.seen_filter.blank(succ, self.vars)
 
     def _expansion_tasks(self) -> int:
         return EXPANSION_TASKS_PER_CORE * self.spark.sparkContext.defaultParallelism
@@ -611,13 +627,23 @@ class _Search:
         committed level)."""
         if self.seen_fps is None:
             self.seen_fps = arrow_level.SeenFingerprints.from_files(self.store.all_files(depth), self.store.arrow_schema)
+            for part in self.seen_fps.tables():
+                self.seen_filter.add(part)
         return self.seen_fps
+
+    def _forget_seen(self) -> None:
+        """Past DRIVER_SEEN_MAX the seen states stay in Spark (the driver's memory stays flat)."""
+        self.seen_fps = None
+        if self.seen_filter.on:
+            self.seen_filter.stop()
+            # Successors are no longer blanked: a level's rows take their whole size again.
+            self.row_bytes = max(self.row_bytes or 0.0, self.full_row_bytes or 0.0) or None
 
     def _unseen_arrow(self, states: pa.Table, depth: int, n_seen: int) -> pa.Table:
         """``states`` without those stored through ``depth`` (``n_seen`` of them)."""
         if n_seen < arrow_level.DRIVER_SEEN_MAX:
             return self._driver_seen(depth).unseen(states)
-        self.seen_fps = None  # past DRIVER_SEEN_MAX the seen states stay in Spark (the driver's memory stays flat)
+        self._forget_seen()
         probe = self.spark.createDataFrame(pa.table({"_fp": states["_fp"], "_fp2": states["_fp2"],
                                                      "_i": arrow_level.positions(states.num_rows)}))
         kept = self.unseen(probe, depth, n_seen).select("_i").toArrow()
@@ -664,14 +690,18 @@ class _Search:
         if n_gen <= NARROW_ON_DRIVER:
             # The constraint and invariant columns (booleans) in one job, counted and validated by the
             # suite on the driver, where a count and the suite's aggregation over Spark were two jobs.
-            flags = cand.select("_in_model", *[InvariantSuite.column(n) for n in self.suite.names]).toArrow()
+            flags = SeenFilter.check(cand.select("_in_model", *[InvariantSuite.column(n) for n in self.suite.names],
+                                                 *([SEEN] if SEEN in cand.columns else [])).toArrow())
             n_new = int(pc.sum(flags["_in_model"]).as_py() or 0)
             n_out = flags.num_rows - n_new
             self.timer.mark("dedupe")
             report = self.suite.validate_arrow(flags)
         else:
             counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"),
-                              F.count_if(~F.col("_in_model")).alias("o")).collect()[0]
+                              F.count_if(~F.col("_in_model")).alias("o"),
+                              F.count_if(F.col(SEEN) if SEEN in cand.columns else F.lit(False)).alias("s")).collect()[0]
+            if counts["s"]:
+                SeenFilter.check(pa.table({SEEN: [True]}))
             n_new, n_out = int(counts["i"]), int(counts["o"])
             self.timer.mark("dedupe")
             report = self.suite.validate(cand)
@@ -746,9 +776,11 @@ class _Search:
                 self.index.add(self.read_level(depth))
             if self.seen_fps is not None:
                 if fig.distinct_total >= arrow_level.DRIVER_SEEN_MAX:
-                    self.seen_fps = None
+                    self._forget_seen()
                 else:
-                    self.seen_fps.add(stored if stored is not None else self._level_table(depth, arrow_level.KEYS))
+                    fps = stored if stored is not None else self._level_table(depth, arrow_level.KEYS)
+                    self.seen_fps.add(fps)
+                    self.seen_filter.add(fps)
         self.timer.mark("commit")
         self.timer.flush(depth)
         self._figs.append(fig)

@@ -88,11 +88,13 @@ class InvariantSuite:
     def column(name: str) -> str:
         return f"_inv_{name}"
 
-    def with_columns(self, df: DataFrame) -> DataFrame:
-        """``df`` plus one boolean column per invariant (an evaluation that yields NULL counts as false)."""
+    def with_columns(self, df: DataFrame, unless: str | None = None) -> DataFrame:
+        """``df`` plus one boolean column per invariant (an evaluation that yields NULL counts as false);
+        NULL, and not evaluated, where the boolean column ``unless`` is true."""
         if not self.names:
             return df
-        return df.selectExpr("*", *[f"coalesce({self.exprs[n]}, false) AS `{self.column(n)}`" for n in self.names])
+        return df.selectExpr("*", *[f"{guarded(f'coalesce({self.exprs[n]}, false)', unless)} AS `{self.column(n)}`"
+                                    for n in self.names])
 
     def validate(self, df_with_columns: DataFrame, result_format: str = "BOOLEAN_ONLY") -> ValidationReport:
         if self._vd is None:
@@ -117,3 +119,9 @@ class InvariantSuite:
             if count is not None:
                 unexpected[n] = int(count)
         return ValidationReport(bool(res.success), failed, unexpected, -1)
+
+
+def guarded(expr: str, unless: str | None) -> str:
+    """``expr``, or NULL where the boolean column ``unless`` is true (Spark's generated code evaluates
+    a branch of ``IF`` only when it is taken)."""
+    return expr if unless is None else f"IF(`{unless}`, NULL, {expr})"

@@ -1,0 +1,126 @@
+"""The seen fingerprints in the tasks' JVM (engine.seen_filter, engine/jvm/SeenSet.java): what the
+set answers, what the actions' job blanks with it, and that a set out of step with the driver stops
+the search instead of dropping states."""
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from conftest import TEST_MODELS, run_cli
+
+
+def _probe(spark, name, pairs):
+    df = spark.createDataFrame([(int(a), int(b)) for a, b in pairs], "a bigint, b bigint")
+    return [r["s"] for r in df.selectExpr(f"sse_seen('{name}', a, b) AS s").collect()]
+
+
+def test_the_jvm_set_holds_exactly_what_was_added(spark, tmp_path):
+    """Pairs added (the zero pair, the ends of the 64-bit range, enough random ones that the table
+    grows several times) are found, in generated code and interpreted; a pair with either half
+    changed, or swapped, is not; adding a pair again does not count it twice; a stopped set finds
+    nothing."""
+    from engine.checker import interpreted
+    from engine.seen_filter import SeenFilter
+    rng = np.random.default_rng(7)
+    pairs = [(0, 0), (-(2 ** 63), 2 ** 63 - 1), (1, 0), (0, 1)]
+    pairs += [tuple(p) for p in rng.integers(-(2 ** 63), 2 ** 63 - 1, size=(20_000, 2), dtype=np.int64)]
+    seen = SeenFilter(spark, tmp_path)
+    assert seen.on
+    seen.add(pa.table({"_fp": [a for a, _ in pairs[:10_000]], "_fp2": [b for _, b in pairs[:10_000]]}))
+    seen.add(pa.table({"_fp": [a for a, _ in pairs[5_000:]], "_fp2": [b for _, b in pairs[5_000:]]}))
+    assert seen.count == len(pairs)
+    assert list(tmp_path.iterdir()) == []  # the file handed to the JVM is gone
+    others = [(a, b ^ 1) for a, b in pairs[4:1004]] + [(a ^ 1, b) for a, b in pairs[4:1004]] + \
+             [(b, a) for a, b in pairs[4:1004]] + [(2, 0), (0, 2)]
+    for on in (False, True):
+        with interpreted(spark, on):
+            assert all(_probe(spark, seen.name, pairs[:3000]))
+            assert not any(_probe(spark, seen.name, others))
+    assert not any(_probe(spark, "sse-no-such-set", pairs[:10]))
+    seen.stop()
+    assert not seen.on and not any(_probe(spark, seen.name, pairs[:10]))
+
+
+def test_seen_rows_are_blanked_and_new_rows_kept(spark, tmp_path):
+    """``mark`` and ``blank`` NULL the named columns of rows whose fingerprint is in the set, and
+    leave the others (and every column of the unseen rows) as they were."""
+    from engine.seen_filter import SeenFilter
+    seen = SeenFilter(spark, tmp_path)
+    seen.add(pa.table({"_fp": [1, 3], "_fp2": [10, 30]}))
+    df = spark.createDataFrame([(1, 10, [1, 2], "a", 5), (2, 20, [3], "b", 6), (3, 30, [], "c", 7)],
+                               "_fp bigint, _fp2 bigint, xs array<int>, s string, k int")
+    got = seen.blank(seen.mark(df), ["xs", "s"]).orderBy("_fp").collect()
+    assert [r.asDict() for r in got] == [
+        {"_fp": 1, "_fp2": 10, "xs": None, "s": None, "k": 5, "_seen": True},
+        {"_fp": 2, "_fp2": 20, "xs": [3], "s": "b", "k": 6, "_seen": False},
+        {"_fp": 3, "_fp2": 30, "xs": None, "s": None, "k": 7, "_seen": True},
+    ]
+    seen.stop()
+    assert seen.mark(df).columns == df.columns  # off: nothing added, nothing blanked
+
+
+def test_new_states_marked_seen_are_refused():
+    from engine.seen_filter import SeenFilter
+    kept = SeenFilter.check(pa.table({"x": [1, 2], "_seen": [False, False]}))
+    assert kept.column_names == ["x"]
+    assert SeenFilter.check(pa.table({"x": [1]})).column_names == ["x"]
+    with pytest.raises(RuntimeError, match=r"the JVM's seen set holds a state the driver found new.*SSE_SEEN_FILTER=0"):
+        SeenFilter.check(pa.table({"x": [1, 2], "_seen": [False, True]}))
+
+
+def _check(capsys, tmp_path, model, *args):
+    models = ["--models", str(TEST_MODELS)] if model == "tokens" else []
+    code, out, err = run_cli(capsys, *models, "check", model, "--warehouse", str(tmp_path / "wh"), "--json",
+                             "--fresh", *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_search_blanks_successors_seen_before_and_finds_the_same_states(capsys, tmp_path, monkeypatch):
+    """On ledger chaining with two clients (leaders change back and forth: states met again at
+    later levels) the actions' job returns successors seen at earlier levels with NULL state,
+    constraint and invariant columns and the others whole, and the search finds what it finds with
+    the filter off."""
+    from engine import expand
+    from engine.model import load_model
+    small = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2")
+    outputs = []
+    real = expand.HeldExpansion.successors
+    monkeypatch.setattr(expand.HeldExpansion, "successors",
+                        lambda self, *a, **k: outputs.append(real(self, *a, **k)) or outputs[-1])
+    on = _check(capsys, tmp_path / "on", "ledger_chaining", *small)
+    blanked = [t.filter(t["_seen"]) for t in outputs]
+    assert sum(t.num_rows for t in blanked) > 0
+    wide = [*load_model("ledger_chaining").variable_names, "_in_model",
+            *[c for c in outputs[0].column_names if c.startswith("_inv_")]]
+    assert len(wide) > 3
+    for t in blanked:
+        for column in wide:
+            assert t[column].null_count == t.num_rows, column
+    kept = [t.filter(pa.compute.invert(t["_seen"])) for t in outputs]
+    assert all(t[column].null_count == 0 for t in kept for column in wide)
+
+    outputs.clear()
+    monkeypatch.setenv("SSE_SEEN_FILTER", "0")
+    off = _check(capsys, tmp_path / "off", "ledger_chaining", *small)
+    assert outputs and all("_seen" not in t.column_names for t in outputs)
+    assert (on["distinct_states"], on["states_generated"], on["depth"]) == \
+        (off["distinct_states"], off["states_generated"], off["depth"])
+
+
+def test_a_set_holding_a_state_the_driver_finds_new_stops_the_search(capsys, tmp_path, monkeypatch):
+    """The JVM's set given the fingerprints of states the search has not stored yet (as a set out of
+    step with the driver would be) blanks new states: the run stops with an internal error naming
+    SSE_SEEN_FILTER=0."""
+    from engine.seen_filter import SeenFilter
+    first = _check(capsys, tmp_path / "first", "tokens", "--config", "nosym")
+    every = DeltaTable(first["tables"]["states"]).to_pyarrow_table(columns=["_fp", "_fp2"])
+    real = SeenFilter.add
+    monkeypatch.setattr(SeenFilter, "add", lambda self, fps: real(self, fps) or real(self, every))
+    code, out, err = run_cli(capsys, "--models", str(TEST_MODELS), "check", "tokens", "--config", "nosym",
+                             "--warehouse", str(tmp_path / "second"), "--json", "--fresh")
+    assert code != 0
+    assert "the JVM's seen set holds a state the driver found new" in err
+    assert "SSE_SEEN_FILTER=0" in err
