@@ -40,8 +40,11 @@ class SeenFilter:
     def __init__(self, spark: SparkSession, folder: Path):
         self.spark, self.folder = spark, folder
         self.name = f"sse-{uuid.uuid4().hex}"
+        # (The driver calls the set's class through Py4J: it must be on the class path of the JVM
+        # this process started, not only in a session's class loader.)
         self.on = (os.environ.get("SSE_SEEN_FILTER", "1") != "0"
-                   and spark.sparkContext.master.startswith("local") and jvm_ext.register(spark))
+                   and spark.sparkContext.master.startswith("local") and jvm_ext.register(spark)
+                   and type(spark._jvm.sse.SeenSet).__name__ == "JavaClass")
         self.count = 0  # fingerprints in the JVM's set
 
     def _jvm(self):
