@@ -704,7 +704,7 @@ class _Search:
                               F.count_if(~F.col("_in_model")).alias("o"),
                               F.count_if(F.col(SEEN) if SEEN in cand.columns else F.lit(False)).alias("s")).collect()[0]
             if counts["s"]:
-                SeenFilter.check(pa.table({SEEN: [True]}))
+                raise SeenFilter.out_of_step()
             n_new, n_out = int(counts["i"]), int(counts["o"])
             self.timer.mark("dedupe")
             report = self.suite.validate(cand)

@@ -357,7 +357,7 @@ class HeldExpansion:
     @staticmethod
     def binary_available(spark: SparkSession) -> bool:
         """Whether this process's JVM has the engine's Arrow frontier reader on its class path."""
-        return jvm_ext.register(spark) and type(spark._jvm.sse.ArrowFrontier).__name__ == "JavaClass"
+        return jvm_ext.has_class(spark, "ArrowFrontier")
 
     def _write(self, frontier: pa.Table | None, split: bool = True) -> None:
         """The frontier in ``parts`` files of consecutive states (as even as the states allow), or

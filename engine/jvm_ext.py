@@ -29,7 +29,7 @@ from pathlib import Path
 from . import class_archive
 from .errors import EngineError
 
-__all__ = ["SOURCES", "available", "jar", "javac", "jdk_tool", "register"]
+__all__ = ["SOURCES", "available", "has_class", "jar", "javac", "jdk_tool", "register"]
 
 FOLDER = Path(__file__).resolve().parent / "jvm"
 SOURCES = sorted(FOLDER.glob("*.java"))
@@ -140,6 +140,13 @@ def available() -> bool:
 def class_path() -> str | None:
     """The jar for the class path of a JVM about to start, or None (fingerprints as JSON)."""
     return str(jar()) if available() else None
+
+
+def has_class(spark, name: str) -> bool:
+    """Whether the driver can call the engine's class ``sse.NAME`` through Py4J: the engine's functions
+    are registered and the jar is on the class path of the JVM this process started (not only in a
+    session's class loader, as after ``ADD JAR``)."""
+    return register(spark) and type(getattr(spark._jvm.sse, name)).__name__ == "JavaClass"
 
 
 def register(spark) -> bool:

@@ -40,11 +40,8 @@ class SeenFilter:
     def __init__(self, spark: SparkSession, folder: Path):
         self.spark, self.folder = spark, folder
         self.name = f"sse-{uuid.uuid4().hex}"
-        # (The driver calls the set's class through Py4J: it must be on the class path of the JVM
-        # this process started, not only in a session's class loader.)
         self.on = (os.environ.get("SSE_SEEN_FILTER", "1") != "0"
-                   and spark.sparkContext.master.startswith("local") and jvm_ext.register(spark)
-                   and type(spark._jvm.sse.SeenSet).__name__ == "JavaClass")
+                   and spark.sparkContext.master.startswith("local") and jvm_ext.has_class(spark, "SeenSet"))
         self.count = 0  # fingerprints in the JVM's set
 
     def _jvm(self):
@@ -94,6 +91,10 @@ class SeenFilter:
         if SEEN not in new.column_names:
             return new
         if new.num_rows and pc.any(new[SEEN]).as_py():
-            raise RuntimeError("the JVM's seen set holds a state the driver found new: its rows were blanked "
-                               "(run with SSE_SEEN_FILTER=0 and report it)")
+            raise SeenFilter.out_of_step()
         return new.drop_columns([SEEN])
+
+    @staticmethod
+    def out_of_step() -> RuntimeError:
+        return RuntimeError("the JVM's seen set holds a state the driver found new: its rows were blanked "
+                            "(run with SSE_SEEN_FILTER=0 and report it)")
