@@ -1,4 +1,7 @@
-"""Command line: ``python -m engine check|models|audit|replay|sql|report`` (also installed as ``sse``)."""
+"""Command line: ``python -m engine check|models|audit|replay|sql|report|serve`` (also installed as ``sse``).
+
+The commands that start Spark are handed to a running engine server when there is one
+(engine.server: ``python -m engine serve``); ``--no-server`` runs them in this process."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +15,7 @@ from pathlib import Path
 from .errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, EngineError,
                      UsageError)
 from .model import default_models_root, format_constant, list_models, load_model, resolve_run
+from . import server
 
 __all__ = ["main", "build_parser"]
 
@@ -82,6 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--master", default=None)
     q.add_argument("--limit", type=int, default=1000, help="print at most this many rows (default 1000)")
     q.add_argument("--json", action="store_true", help="print one JSON object: columns, rows, truncated")
+
+    s = sub.add_parser("serve", help="keep one Spark driver up and run the commands of other shells on it "
+                       "(check, audit, replay, sql): no Spark start-up, compiled code kept warm")
+    s.add_argument("--socket", type=Path, default=None,
+                   help="the server's Unix socket (default: $SSE_SERVER, else <cache>/sse/server.sock)")
+    s.add_argument("--master", default=None, help="Spark master (default: local[2] or $SSE_SPARK_MASTER)")
+    what = s.add_mutually_exclusive_group()
+    what.add_argument("--status", action="store_true", help="print the running server's pid, master and uptime")
+    what.add_argument("--stop", action="store_true", help="stop the running server (after its current command)")
+
+    for name in server.FORWARDED:
+        sub.choices[name].add_argument("--no-server", action="store_true",
+                                       help="run here even when an engine server is up (python -m engine serve)")
 
     r = sub.add_parser("report", help="write one HTML file about a run: constants, outcome, states per level, "
                        "actions, invariants, counterexample")
@@ -194,9 +211,28 @@ def _cmd_report(args) -> int:
     return EXIT_OK
 
 
+def _cmd_serve(args) -> int:
+    if args.socket is not None:
+        os.environ[server.ENV] = str(args.socket.expanduser().absolute())
+    if args.status:
+        return server.status()
+    if args.stop:
+        return server.stop()
+    if server._in_server:
+        raise UsageError("serve: this command already runs inside an engine server")
+    return server.serve(server.socket_path(), args.master)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
+        if args.command in server.FORWARDED and not args.no_server:
+            code = server.forward(argv, server.requested_master(args.master))
+            if code is not None:
+                return code
+        if args.command == "serve":
+            return _cmd_serve(args)
         if args.command == "models":
             return _cmd_models(args)
         if args.command == "check":

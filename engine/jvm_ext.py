@@ -29,7 +29,7 @@ from pathlib import Path
 from . import class_archive
 from .errors import EngineError
 
-__all__ = ["SOURCES", "available", "has_class", "jar", "javac", "jdk_tool", "register"]
+__all__ = ["SOURCES", "available", "forget", "has_class", "jar", "javac", "jdk_tool", "register"]
 
 FOLDER = Path(__file__).resolve().parent / "jvm"
 SOURCES = sorted(FOLDER.glob("*.java"))
@@ -147,6 +147,12 @@ def has_class(spark, name: str) -> bool:
     are registered and the jar is on the class path of the JVM this process started (not only in a
     session's class loader, as after ``ADD JAR``)."""
     return register(spark) and type(getattr(spark._jvm.sse, name)).__name__ == "JavaClass"
+
+
+def forget(spark) -> None:
+    """Drop what ``register`` knows of ``spark``'s session (it is done with): the key is the Python
+    object's id, which a later session's object may reuse (engine.server: a session a command)."""
+    _registered.pop(id(spark._jsparkSession), None)
 
 
 def register(spark) -> bool:

@@ -6,6 +6,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_MODELS = Path(__file__).resolve().parent / "models"
+# The suite's commands run in their own processes, never on an engine server a developer left up
+# (tests/test_server.py starts its own).
+os.environ["SSE_SERVER"] = "off"
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,383 @@
+"""The engine as a long-lived server: one Spark driver kept up between commands.
+
+    python -m engine serve [--master local[2]] [--socket PATH]     # in a terminal of its own, or &
+    python -m engine check ledger_chaining                          # handed to the server
+    python -m engine serve --status | --stop
+
+A command that starts Spark (``check``, ``audit``, ``replay``, ``sql``) pays for the JVM's start, the
+engine's jar and Spark's own classes being loaded, and HotSpot compiling Spark's planner, the
+actions' generated code and the Arrow writers again: on ledger chaining about half of a 29 s run
+(the same check run again in the same process took 14.1 to 15.0 s). ``serve`` keeps that driver up;
+the command line sends its arguments to it over a Unix socket and prints what the command prints,
+with the command's own exit status. Each command runs in a Spark session of its own (its SQL
+settings, the model's constants as SQL variables, its temporary views), sharing the driver's JVM,
+its compiled code and Spark's cache of generated classes. Commands run one at a time, in the order
+they arrive.
+
+The command line uses a server when one listens at the socket (``$SSE_SERVER``, default
+``<cache>/sse/server.sock``) and runs the same engine code (a digest of ``engine/``), the same
+``SSE_*`` settings and the Spark master the command asks for; otherwise it runs the command itself,
+and says why when a server was there. ``--no-server`` or ``SSE_SERVER=off`` never uses one. A
+command whose client goes away (Ctrl-C) has its Spark jobs cancelled: the run stops at the level it
+was computing and resumes from its last committed level when started again.
+
+The protocol is one JSON object a line: the server greets each connection with its identity
+(``hello``); the client sends ``{"argv": [...], "cwd": ...}`` (or ``{"stop": true}``); the server
+sends ``{"out": text}`` and ``{"err": text}`` as the command prints, then ``{"exit": status}``.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from .errors import EXIT_INTERNAL, EXIT_OK, UsageError
+
+__all__ = ["ENV", "FORWARDED", "PROTOCOL", "code_digest", "forward", "requested_master", "serve", "socket_path",
+           "status", "stop"]
+
+ENV = "SSE_SERVER"
+PROTOCOL = 1
+# The commands that start Spark: the ones a server runs for the command line.
+FORWARDED = ("check", "audit", "replay", "sql")
+OFF = ("0", "off", "no", "false", "none")
+# How long a client waits for a server's greeting (sent at once, whatever the server is running).
+HELLO_SECONDS = 10.0
+GONE = 130  # a command whose client went away (the client's own status after Ctrl-C)
+_in_server = False  # True in the server's process: the commands it runs do not forward again
+
+
+def socket_path() -> Path | None:
+    """The server's socket: ``$SSE_SERVER``, else ``<cache>/sse/server.sock``; None when switched off."""
+    setting = os.environ.get(ENV, "").strip()
+    if setting.lower() in OFF:
+        return None
+    if setting:
+        return Path(setting).expanduser().absolute()
+    from .class_archive import cache_folder
+    return cache_folder() / "server.sock"
+
+
+def code_digest() -> str:
+    """A digest of the engine's own files (its Python and Java sources): a server running other engine
+    code than the command line's (an edited checkout, another install) is not used."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted([*root.glob("*.py"), *root.glob("jvm/*.java")]):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def settings() -> dict[str, str]:
+    """The ``SSE_*`` environment that shapes a run (read by the engine at import or call time)."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("SSE_") and k != ENV}
+
+
+def requested_master(master: str | None) -> str:
+    """The Spark master a command asks for (engine.session.get_spark's default)."""
+    return master or os.environ.get("SSE_SPARK_MASTER") or "local[2]"
+
+
+# ---- the client --------------------------------------------------------------------------------
+
+def _connect(path: Path) -> tuple[socket.socket, Any, dict] | None:
+    """A connection to the server at ``path`` and its greeting, or None when nothing answers there."""
+    if not path.exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(HELLO_SECONDS)
+        sock.connect(str(path))
+        stream = sock.makefile("rwb")
+        hello = json.loads(stream.readline() or b"null")
+        sock.settimeout(None)
+    except (OSError, ValueError):
+        sock.close()
+        return None  # a socket file left by a server that is gone, or not an engine server
+    if not isinstance(hello, dict) or hello.get("protocol") != PROTOCOL:
+        sock.close()
+        return None
+    return sock, stream, hello
+
+
+def _mismatch(hello: dict, master: str) -> str | None:
+    if hello.get("code") != code_digest():
+        return "it runs other engine code (restart it: python -m engine serve --stop, then serve)"
+    if hello.get("master") != master:
+        return f"it runs Spark master {hello.get('master')}, this command asks for {master}"
+    if hello.get("settings") != settings():
+        theirs, ours = hello.get("settings") or {}, settings()
+        names = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+        return f"its SSE_* settings differ from this shell's ({', '.join(names)})"
+    return None
+
+
+def forward(argv: list[str], master: str, out: TextIO | None = None, err: TextIO | None = None) -> int | None:
+    """Run the command line ``argv`` on the server, if one can: its exit status, or None (run it here)."""
+    if _in_server:
+        return None
+    path = socket_path()
+    conn = _connect(path) if path is not None else None
+    if conn is None:
+        return None
+    sock, stream, hello = conn
+    out, err = out or sys.stdout, err or sys.stderr
+    with sock:
+        why = _mismatch(hello, master)
+        if why:
+            print(f"engine: not using the server at {path} (pid {hello.get('pid')}): {why}", file=err)
+            return None
+        try:
+            stream.write(json.dumps({"argv": argv, "cwd": os.getcwd()}).encode() + b"\n")
+            stream.flush()
+            for line in stream:
+                msg = json.loads(line)
+                if "out" in msg:
+                    out.write(msg["out"])
+                    out.flush()
+                elif "err" in msg:
+                    err.write(msg["err"])
+                    err.flush()
+                elif "exit" in msg:
+                    return int(msg["exit"])
+        except KeyboardInterrupt:
+            # Closing the connection makes the server cancel the command's Spark jobs.
+            print("interrupted; the run resumes from its last committed level when started again", file=err)
+            return 130
+        except OSError as exc:
+            print(f"error: lost the engine server at {path}: {exc}", file=err)
+            return EXIT_INTERNAL
+    print(f"error: the engine server at {path} (pid {hello.get('pid')}) stopped before the command ended "
+          "(see the server's own output)", file=err)
+    return EXIT_INTERNAL
+
+
+def _request(body: dict) -> tuple[dict, int | None]:
+    path = socket_path()
+    conn = _connect(path) if path is not None else None
+    if conn is None:
+        raise UsageError(f"no engine server listens at {path}" if path else f"{ENV} is off: no server to ask")
+    sock, stream, hello = conn
+    with sock:
+        stream.write(json.dumps(body).encode() + b"\n")
+        stream.flush()
+        code = None
+        for line in stream:
+            msg = json.loads(line)
+            if "exit" in msg:
+                code = int(msg["exit"])
+                break
+    return hello, code
+
+
+def status(out: TextIO | None = None) -> int:
+    """Print the running server's identity."""
+    hello, _ = _request({"status": True})
+    up = time.time() - hello["started"]
+    print(f"engine server at {socket_path()}: pid {hello['pid']}, Spark {hello['master']}, up {up:.0f} s, "
+          f"{hello['served']} commands served, engine code {hello['code']}"
+          + ("" if hello["code"] == code_digest() else f" (this checkout's is {code_digest()}: not used)"),
+          file=out or sys.stdout)
+    return EXIT_OK
+
+
+def stop(out: TextIO | None = None) -> int:
+    """Ask the running server to exit (after the command it is running, if any)."""
+    hello, code = _request({"stop": True})
+    print(f"engine server pid {hello['pid']} stopping", file=out or sys.stdout)
+    return EXIT_OK if code == EXIT_OK else EXIT_INTERNAL
+
+
+# ---- the server --------------------------------------------------------------------------------
+
+class _Gone(BrokenPipeError):
+    """The command's client closed its connection."""
+
+
+class _Frames:
+    """A text stream that sends what is written to the client as ``{kind: text}`` lines."""
+
+    def __init__(self, conn: socket.socket, kind: str, lock: threading.Lock, gone: threading.Event):
+        self.conn, self.kind, self.lock, self.gone = conn, kind, lock, gone
+
+    def write(self, text: str) -> int:
+        if text:
+            if self.gone.is_set():
+                raise _Gone("the client closed its connection")
+            send(self.conn, {self.kind: text}, self.lock)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+
+def send(conn: socket.socket, msg: dict, lock: threading.Lock) -> None:
+    with lock:
+        conn.sendall(json.dumps(msg).encode() + b"\n")
+
+
+class _Server:
+    def __init__(self, path: Path, spark, log: TextIO):
+        self.path, self.spark, self.log = path, spark, log
+        self.started = time.time()
+        self.served = 0
+        self.busy = threading.Lock()
+        self.stopping = threading.Event()
+        self.code = code_digest()
+
+    def hello(self) -> dict:
+        return {"protocol": PROTOCOL, "pid": os.getpid(), "code": self.code, "master": self.spark.sparkContext.master,
+                "settings": settings(), "started": self.started, "served": self.served}
+
+    def handle(self, conn: socket.socket) -> None:
+        lock = threading.Lock()
+        with conn:
+            try:
+                send(conn, self.hello(), lock)
+                stream = conn.makefile("rb")
+                line = stream.readline()
+                if not line:
+                    return
+                req = json.loads(line)
+                if req.get("status"):
+                    send(conn, {"exit": EXIT_OK}, lock)
+                elif req.get("stop"):
+                    with self.busy:  # after the command running now, if any
+                        self.stopping.set()
+                    send(conn, {"exit": EXIT_OK}, lock)
+                else:
+                    if self.busy.locked():
+                        send(conn, {"err": "engine server: waiting for the command before this one\n"}, lock)
+                    with self.busy:
+                        code = self.run(conn, req, lock)
+                    if code != GONE:
+                        send(conn, {"exit": code}, lock)
+            except (OSError, ValueError) as exc:
+                print(f"engine server: a connection ended: {exc}", file=self.log, flush=True)
+
+    def run(self, conn: socket.socket, req: dict, lock: threading.Lock) -> int:
+        """Run one command line in a Spark session of its own, its output sent to the client."""
+        from . import cli, jvm_ext
+        argv = [str(a) for a in req["argv"]]
+        gone, done = threading.Event(), threading.Event()
+
+        def watch() -> None:  # the client's end: EOF when it exits or is interrupted
+            try:
+                while conn.recv(4096):
+                    pass
+            except OSError:
+                pass
+            if not done.is_set():
+                gone.set()
+                self.spark.sparkContext.cancelAllJobs()
+
+        threading.Thread(target=watch, daemon=True, name="sse-client-watch").start()
+        session = self.spark.newSession()
+        _make_default(session)
+        t0, cwd, code = time.time(), os.getcwd(), EXIT_INTERNAL
+        try:
+            os.chdir(req.get("cwd") or cwd)
+            with contextlib.redirect_stdout(_Frames(conn, "out", lock, gone)), \
+                    contextlib.redirect_stderr(_Frames(conn, "err", lock, gone)):
+                try:
+                    code = cli.main(argv)
+                except SystemExit as exc:  # --help
+                    code = exc.code if isinstance(exc.code, int) else EXIT_OK
+        except _Gone:
+            code = GONE
+        except BaseException as exc:  # noqa: BLE001 - the server outlives a failed command
+            print(f"engine server: {' '.join(argv)} failed: {exc!r}", file=self.log, flush=True)
+        finally:
+            done.set()
+            os.chdir(cwd)
+            _release_all(self.spark)
+            jvm_ext.forget(session)
+            _make_default(self.spark)
+            self.served += 1
+        if gone.is_set():
+            code = GONE
+        print(f"engine server: {' '.join(argv)} -> "
+              + ("client gone, jobs cancelled" if code == GONE else f"exit {code}")
+              + f" after {time.time() - t0:.1f} s", file=self.log, flush=True)
+        return code
+
+
+def _make_default(session) -> None:
+    """``session`` the one ``SparkSession.builder.getOrCreate()`` (engine.session.get_spark) returns."""
+    from pyspark.sql import SparkSession
+    SparkSession._instantiatedSession = session
+    SparkSession._activeSession = session
+    jcls = SparkSession._get_j_spark_session_class(session._jvm)
+    jcls.setDefaultSession(session._jsparkSession)
+    jcls.setActiveSession(session._jsparkSession)
+
+
+def _release_all(spark) -> None:
+    """Unpersist what a command left cached (a run's last checkpoints): the next command starts clean."""
+    from .checker import _ids
+    rdds = spark.sparkContext._jsc.getPersistentRDDs()
+    for rdd_id in _ids(rdds.keySet().toString()):
+        rdds.get(rdd_id).unpersist(False)
+
+
+def serve(path: Path | None, master: str | None, log: TextIO | None = None) -> int:
+    """Start Spark, then run the commands sent to ``path`` until stopped."""
+    global _in_server
+    log = log or sys.stderr
+    if path is None:
+        raise UsageError(f"{ENV} is off: name the server's socket with --socket PATH")
+    if len(str(path).encode()) > 100:
+        raise UsageError(f"the socket path {path} is too long for a Unix socket (at most 100 bytes): "
+                         f"set {ENV} or --socket to a shorter one")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        if _connect(path) is not None:
+            raise UsageError(f"an engine server already listens at {path} (stop it: python -m engine serve --stop)")
+        path.unlink()  # left by a server that is gone
+    from .session import get_spark
+    t0 = time.time()
+    spark = get_spark(master)
+    _in_server = True
+    server = _Server(path, spark, log)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    os.chmod(path, 0o600)
+    listener.listen(16)
+    listener.settimeout(0.5)
+    previous = signal.signal(signal.SIGTERM, lambda *_: server.stopping.set())
+    print(f"engine server: listening at {path} (pid {os.getpid()}, Spark {spark.sparkContext.master}, "
+          f"started in {time.time() - t0:.1f} s; stop it with python -m engine serve --stop)", file=log, flush=True)
+    try:
+        while not server.stopping.is_set():
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                continue
+            conn.settimeout(None)
+            threading.Thread(target=server.handle, args=(conn,), daemon=True, name="sse-client").start()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        signal.signal(signal.SIGTERM, previous)
+        with server.busy:  # a command still running ends first
+            _in_server = False
+        print(f"engine server: stopped after {server.served} commands", file=log, flush=True)
+    return EXIT_OK

@@ -1,0 +1,154 @@
+"""The engine server (python -m engine serve): commands handed to one long-lived Spark driver give the
+same figures, traces, errors and exit statuses as run in their own process; a client that goes away
+has its run cancelled, and the run resumes; a client whose settings differ runs the command itself."""
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, TEST_MODELS
+from platform_util import cli
+from test_counter import bfs
+from test_ledger_chaining import TLC_DEPTH, TLC_DISTINCT, TLC_GENERATED
+
+ENGINE = [sys.executable, "-m", "engine"]
+BAD_CONSTANT = "error: model counter has no constant 'Nope' (constants: Steps, Max, Limit, Cap)"
+
+
+class Server:
+    def __init__(self, sock):
+        self.sock = sock
+        self.env = {**os.environ, "SSE_SERVER": str(sock)}
+        self.proc = subprocess.Popen([*ENGINE, "serve"], cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stderr], daemon=True).start()
+        self.wait_for("engine server: listening at", 180)
+
+    def wait_for(self, text, timeout=120.0):
+        end = time.time() + timeout
+        while time.time() < end:
+            try:
+                line = self.lines.get(timeout=max(0.1, end - time.time()))
+            except queue.Empty:
+                break
+            if line.startswith(text):
+                return line
+        raise AssertionError(f"the server did not print {text!r} within {timeout} s (alive: {self.proc.poll() is None})")
+
+    def run(self, *argv, env=None, **kw):
+        return subprocess.run([*ENGINE, *[str(a) for a in argv]], cwd=ROOT, env=env or self.env, capture_output=True,
+                              text=True, timeout=600, **kw)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    sock = tmp_path_factory.mktemp("srv") / "s.sock"
+    srv = Server(sock)
+    yield srv
+    if srv.proc.poll() is None:
+        srv.proc.kill()
+        srv.proc.wait()
+
+
+def test_check_on_the_server_gives_the_figures_and_trace_of_a_check_run_here(server, tmp_path):
+    ok = server.run("--models", TEST_MODELS, "check", "counter", "--warehouse", tmp_path / "a", "--json",
+                    "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert " -> exit 0 after " in server.wait_for("engine server: --models")
+    res = json.loads(ok.stdout)
+    want = bfs({1, 2}, 6, deadlock=False)
+    assert (res["result"], res["distinct_states"], res["states_generated"], res["depth"]) == \
+        ("ok", want["distinct"], want["generated"], want["depth"])
+
+    bad = ["--models", TEST_MODELS, "check", "counter", "--json", "--no-deadlock", "--set", "Steps=1,2",
+           "--set", "Max=8", "--set", "Limit=5"]
+    served = server.run(*bad, "--warehouse", tmp_path / "b")
+    code, out, _ = cli(*bad, "--warehouse", tmp_path / "c", "--no-server")  # in this process
+    assert served.returncode == code == 12, served.stderr[-3000:]
+    here, there = json.loads(out), json.loads(served.stdout)
+    assert there["violated_invariant"] == here["violated_invariant"] == "Bounded"
+    assert len(there["trace"]) == len(here["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
+    assert [s["state"] for s in there["trace"]] == [s["state"] for s in here["trace"]]
+    assert " -> exit 12 after " in server.wait_for("engine server: --models")
+
+    status = server.run("serve", "--status")
+    assert status.returncode == 0
+    assert f"pid {server.proc.pid}, Spark local[2]" in status.stdout and "2 commands served" in status.stdout
+
+
+def test_bad_input_gets_the_same_error_and_status_on_the_server(server):
+    argv = ["--models", TEST_MODELS, "check", "counter", "--set", "Nope=3"]
+    served = server.run(*argv)
+    here = server.run(*argv, "--no-server")
+    assert served.returncode == here.returncode == 2
+    assert served.stderr.strip() == here.stderr.strip() == BAD_CONSTANT
+    assert " -> exit 2 after " in server.wait_for("engine server: --models")
+
+
+def test_a_command_with_other_settings_or_master_runs_in_its_own_process(server):
+    argv = ["--models", TEST_MODELS, "check", "counter", "--set", "Nope=3"]
+    other = server.run(*argv, env={**server.env, "SSE_SHUFFLE_PARTITIONS": "5"})
+    assert other.returncode == 2
+    assert other.stderr.splitlines() == [
+        f"engine: not using the server at {server.sock} (pid {server.proc.pid}): its SSE_* settings differ from "
+        "this shell's (SSE_SHUFFLE_PARTITIONS)", BAD_CONSTANT]
+    master = server.run(*argv, "--master", "local[1]")
+    assert master.returncode == 2
+    assert master.stderr.splitlines()[0] == (f"engine: not using the server at {server.sock} (pid {server.proc.pid}): "
+                                             "it runs Spark master local[2], this command asks for local[1]")
+
+
+def test_a_socket_nobody_listens_on_is_passed_over(tmp_path):
+    dead = tmp_path / "dead.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(dead))
+    s.close()  # the file stays, as after a server killed with -9
+    done = subprocess.run([*ENGINE, "--models", str(TEST_MODELS), "check", "counter", "--set", "Nope=3"], cwd=ROOT,
+                          env={**os.environ, "SSE_SERVER": str(dead)}, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr.strip()) == (2, BAD_CONSTANT)
+    again = subprocess.run([*ENGINE, "serve", "--status"], cwd=ROOT, env={**os.environ, "SSE_SERVER": str(dead)},
+                           capture_output=True, text=True, timeout=120)
+    assert (again.returncode, again.stderr.strip()) == (2, f"error: no engine server listens at {dead}")
+
+
+def test_an_interrupted_client_cancels_its_run_which_resumes_to_tlcs_figures(server, tmp_path):
+    wh = tmp_path / "wh"
+    proc = subprocess.Popen([*ENGINE, "check", "ledger_chaining", "--warehouse", str(wh)], cwd=ROOT, env=server.env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    interrupted = False
+    for line in proc.stderr:
+        if line.startswith("Progress(12)"):
+            proc.send_signal(signal.SIGINT)
+            interrupted = True
+            break
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130
+    assert interrupted, "the run ended before it could be interrupted"
+    assert "interrupted; the run resumes from its last committed level when started again" in rest
+    assert "client gone, jobs cancelled" in server.wait_for("engine server: check ledger_chaining")
+
+    done = server.run("check", "ledger_chaining", "--warehouse", wh, "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = json.loads(done.stdout)
+    assert res["resumed_from_depth"] >= 12
+    assert (res["result"], res["distinct_states"], res["states_generated"], res["depth"]) == \
+        ("ok", TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH)
+
+
+def test_a_second_server_is_refused_and_stop_ends_the_first(server):
+    second = server.run("serve")
+    assert second.returncode == 2
+    assert second.stderr.strip().endswith(f"error: an engine server already listens at {server.sock} "
+                                          "(stop it: python -m engine serve --stop)")
+    stop = server.run("serve", "--stop")
+    assert (stop.returncode, stop.stdout.strip()) == (0, f"engine server pid {server.proc.pid} stopping")
+    assert server.proc.wait(timeout=60) == 0
+    assert not server.sock.exists()
