@@ -1,6 +1,6 @@
 """Benchmark model checks: wall time, Spark start-up, throughput, per-level fixed cost, memory, bytes.
 
-    python pipelines/benchmark.py [CASE ...] [--master local[2]] [--cpus N] [--small 1000] [--no-record]
+    python pipelines/benchmark.py [CASE ...] [--master local[2]] [--cpus N] [--repeat N] [--small 1000] [--no-record]
                                   [--models DIR] [--run-dir DIR] [--sample 5]
 
 A CASE is ``MODEL[:CONFIG][+CONST=VALUE...]``, for example ``ledger_chaining`` (its default
@@ -21,6 +21,11 @@ heap in use, and the Python driver's resident set. The run is cut into tenths by
 tenth prints the states stored by its end, the least heap in use (what survived the collections:
 the live set) and the most, and the resident sets. Driver memory that stays flat while the stored
 states grow is what a state space larger than memory needs.
+
+``--repeat N`` runs each case N times in the one session. The first run is a cold command line's;
+the later ones are what a command handed to a running engine server gets (``python -m engine
+serve``, engine.server): Spark is up and the JVM has compiled Spark's and the actions' code, so
+their wall time has no start-up.
 
 ``--cpus N`` runs the benchmark on the first N of the CPUs it may use (its affinity, which the JVM it
 starts and that JVM's threads inherit). ``local[1]`` alone runs one task at a time, but the JVM's
@@ -275,7 +280,8 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
 
 def show(r: dict, small: int) -> None:
     mib = 1 << 20
-    print(f"case               {r['case']}  ({r['model']}:{r['config']} {r['constants']})")
+    again = f"  [repeat {r['repeat']}: same session, no start-up]" if r.get("repeat") else ""
+    print(f"case               {r['case']}  ({r['model']}:{r['config']} {r['constants']}){again}")
     print(f"result             {r['result']}: {r['distinct']:,} distinct, {r['generated']:,} generated, "
           f"depth {r['depth']}")
     print(f"wall time          {r['wall_s']:.1f} s (Spark start-up {r['startup_s']:.1f} s, search {r['search_s']:.1f} s; "
@@ -331,7 +337,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-dir", type=Path, default=None,
                    help="keep the run's tables in this folder (default: a temporary folder, removed)")
     p.add_argument("--sample", type=float, default=5.0, help="seconds between memory samples")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run each case this many times in the same session: the later runs are what a "
+                        "running engine server (python -m engine serve) gives, with no Spark start-up and the "
+                        "JVM's code compiled")
     args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error(f"--repeat {args.repeat}: at least 1")
     if args.cpus is not None:
         try:
             pin_cpus(args.cpus)  # before the JVM starts: it inherits the affinity
@@ -344,10 +356,13 @@ def main(argv: list[str] | None = None) -> int:
     master = spark.sparkContext.master
     rows = []
     for case in args.cases:
-        r = run_case(spark, case, startup, args.small, False if args.no_deadlock else None,
-                     args.models, args.run_dir, args.sample)
-        show(r, args.small)
-        rows.append(r)
+        for i in range(args.repeat):
+            # A repeat's wall time has no start-up: the session is up, as in an engine server.
+            r = run_case(spark, case, startup if i == 0 else 0.0, args.small, False if args.no_deadlock else None,
+                         args.models, args.run_dir, args.sample)
+            r["repeat"] = i
+            show(r, args.small)
+            rows.append(r)
     if not args.no_record:
         at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         memory = [{"case": r["case"], "run_at": at, **s} for r in rows for s in r.pop("samples")]

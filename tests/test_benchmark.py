@@ -156,13 +156,18 @@ def test_the_benchmark_runs_a_case_on_the_cpus_it_is_given(tmp_path):
     want = bfs({1, 2}, 5, deadlock=False)
     script = str(ROOT / "pipelines" / "benchmark.py")
     res = subprocess.run([sys.executable, script, "counter:no_deadlock+Max=5", "--models", str(TEST_MODELS),
-                          "--master", "local[1]", "--cpus", "1", "--warehouse", str(tmp_path)],
+                          "--master", "local[1]", "--cpus", "1", "--warehouse", str(tmp_path), "--repeat", "2"],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert (f"result             ok: {want['distinct']:,} distinct, {want['generated']:,} generated, "
-            f"depth {want['depth']}") in res.stdout
+    assert res.stdout.count(f"result             ok: {want['distinct']:,} distinct, {want['generated']:,} generated, "
+                            f"depth {want['depth']}") == 2
     assert re.search(r"on 1 of \d+ CPUs \(the JVM sees 1\)", res.stdout), res.stdout
-    row = DeltaTable(str(tmp_path / "_benchmarks")).to_pyarrow_table().to_pylist()[0]
+    # the repeat runs in the same session: no start-up in its wall time
+    assert "[repeat 1: same session, no start-up]" in res.stdout
+    assert re.search(r"wall time .*\(Spark start-up 0\.0 s,", res.stdout.split("[repeat 1")[1]), res.stdout
+    rows = sorted(DeltaTable(str(tmp_path / "_benchmarks")).to_pyarrow_table().to_pylist(), key=lambda r: r["repeat"])
+    assert [r["repeat"] for r in rows] == [0, 1] and rows[0]["startup_s"] > 0 and rows[1]["startup_s"] == 0
+    row = rows[0]
     assert (row["distinct"], row["depth"], row["cpus"], row["jvm_cpus"], row["master"]) == \
         (want["distinct"], want["depth"], 1, 1, "local[1]")
     # the JVM's threads by kind: Spark's tasks did work, and no kind took more than the whole run
