@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--socket", type=Path, default=None,
                    help="the server's Unix socket (default: $SSE_SERVER, else <cache>/sse/server.sock)")
     s.add_argument("--master", default=None, help="Spark master (default: local[2] or $SSE_SPARK_MASTER)")
+    s.add_argument("--warm", action="append", default=[], metavar="MODEL[:CONFIG][+CONST=VALUE...]",
+                   help="check this once at start, into a folder thrown away, so that the first commands find "
+                        "the JVM's code compiled (repeatable); commands sent meanwhile wait for it")
     what = s.add_mutually_exclusive_group()
     what.add_argument("--status", action="store_true", help="print the running server's pid, master and uptime")
     what.add_argument("--stop", action="store_true", help="stop the running server (after its current command)")
@@ -212,15 +215,15 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_serve(args) -> int:
+    if server._in_server:
+        raise UsageError("serve: this command cannot be sent to an engine server")
     if args.socket is not None:
         os.environ[server.ENV] = str(args.socket.expanduser().absolute())
     if args.status:
         return server.status()
     if args.stop:
         return server.stop()
-    if server._in_server:
-        raise UsageError("serve: this command already runs inside an engine server")
-    return server.serve(server.socket_path(), args.master)
+    return server.serve(server.socket_path(), args.master, warm=args.warm, models=args.models)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ from .fingerprint import scheme_name
 
 __all__ = [
     "Constant", "Variable", "SqlFile", "Model", "RunSpec",
-    "default_models_root", "list_models", "load_model", "resolve_run", "format_constant",
+    "default_models_root", "list_models", "load_model", "resolve_run", "format_constant", "parse_case",
 ]
 
 IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -563,3 +563,11 @@ def resolve_run(
     sym = bool(model.symmetry) and cfg.get("symmetry", True) and symmetry is not False
     return RunSpec(model=model, config=cfg_name, constants=constants, invariants=inv,
                    constraints=cons, deadlock=bool(dl), extra=dict(extra or {}), symmetry=sym)
+
+
+def parse_case(text: str) -> tuple[str, str | None, list[str]]:
+    """A case as the benchmark and ``serve --warm`` name one, ``MODEL[:CONFIG][+CONST=VALUE...]``:
+    (model, configuration or None, the ``--set`` overrides)."""
+    head, *sets = text.split("+")
+    model, _, config = head.partition(":")
+    return model, config or None, sets

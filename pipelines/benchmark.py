@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.checker import check  # noqa: E402
-from engine.model import load_model, resolve_run  # noqa: E402
+from engine.model import load_model, parse_case, resolve_run  # noqa: E402
 from engine import class_archive  # noqa: E402
 from engine.session import get_spark  # noqa: E402
 
@@ -207,12 +207,6 @@ def memory_tenths(samples: list[dict], levels: list[dict], t0: float, search_s: 
 
 def dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
-
-
-def parse_case(text: str) -> tuple[str, str | None, list[str]]:
-    head, *sets = text.split("+")
-    model, _, config = head.partition(":")
-    return model, config or None, sets
 
 
 def git_commit() -> str:

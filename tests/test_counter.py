@@ -401,3 +401,34 @@ def test_actions_that_shuffle_are_planned_each_level(capsys, tmp_path, test_mode
         (want["distinct"], want["generated"], want["depth"])
     assert "planning each level from the SQL text (held expansion: the actions' plan has AdaptiveSparkPlan, " \
            "Exchange, whose data" in err
+
+
+def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, monkeypatch):
+    """A level validated, written and committed while the next one runs (checker.PIPELINE) leaves the
+    same states, levels and Delta history as one finished in line, and its progress line follows
+    its commit."""
+    import engine.checker as checker
+    want = bfs({1, 2}, 9, deadlock=False)
+    stored = {}
+    for pipeline in (True, False):
+        monkeypatch.setattr(checker, "PIPELINE", pipeline)
+        code, res, err = check(capsys, tmp_path / str(pipeline), "--config", "no_deadlock", "--set", "Steps=1,2",
+                               "--set", "Max=9")
+        assert code == 0, err
+        assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+            (want["distinct"], want["generated"], want["depth"])
+        states = DeltaTable(res["tables"]["states"])
+        levels = DeltaTable(res["tables"]["levels"]).to_pyarrow_table().to_pylist()
+        progress = [int(line.split(")")[0][len("Progress("):]) for line in err.splitlines()
+                    if line.startswith("Progress(")]
+        # one line a level, in order (the last expanded level, which found nothing new, too)
+        assert progress == list(range(1, len(progress) + 1)) and len(progress) >= want["depth"]
+        stored[pipeline] = (
+            sorted(tuple(r.values()) for r in states.to_pyarrow_table(columns=["x", "_depth", "_ord", "_fp", "_fp2"])
+                   .to_pylist()),
+            sorted((r["depth"], r["generated"], r["new_states"], r["distinct_total"]) for r in levels),
+            [h["operation"] for h in states.history()],
+            progress,
+        )
+    assert stored[True] == stored[False]
+    assert len(stored[True][0]) == want["distinct"] and len(stored[True][1]) == want["depth"]

@@ -19,6 +19,7 @@ from test_counter import bfs
 from test_ledger_chaining import TLC_DEPTH, TLC_DISTINCT, TLC_GENERATED
 
 ENGINE = [sys.executable, "-m", "engine"]
+WARM = "counter:no_deadlock+Max=4"  # checked once as the server starts (serve --warm)
 BAD_CONSTANT = "error: model counter has no constant 'Nope' (constants: Steps, Max, Limit, Cap)"
 
 
@@ -26,11 +27,12 @@ class Server:
     def __init__(self, sock):
         self.sock = sock
         self.env = {**os.environ, "SSE_SERVER": str(sock)}
-        self.proc = subprocess.Popen([*ENGINE, "serve"], cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([*ENGINE, "--models", str(TEST_MODELS), "serve", "--warm", WARM], cwd=ROOT,
+                                     env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stderr], daemon=True).start()
         self.wait_for("engine server: listening at", 180)
+        assert f"warmed up with {WARM} -> exit 0 after " in self.wait_for("engine server: warmed up", 180)
 
     def wait_for(self, text, timeout=120.0):
         end = time.time() + timeout
