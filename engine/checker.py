@@ -533,7 +533,10 @@ class _Search:
         # half of the job's time).
         inline = n_frontier * self._fanout() <= INLINE_ANNOTATION
         succ = self._expand_arrow(depth, n_frontier, inline)
-        self._settle()  # the level before committed: the store may be read from here on
+        if self._persisting is not None:
+            self.timer.mark("expand")
+            self._settle()  # the level before committed: the store may be read from here on
+            self.timer.mark("settle")
         n_gen = succ.num_rows
         if n_gen:
             self.row_bytes = arrow_level.table_bytes(succ) / n_gen

@@ -95,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--warm", action="append", default=[], metavar="MODEL[:CONFIG][+CONST=VALUE...]",
                    help="check this once at start, into a folder thrown away, so that the first commands find "
                         "the JVM's code compiled (repeatable); commands sent meanwhile wait for it")
+    s.add_argument("--idle-stop", type=float, default=None, metavar="MINUTES",
+                   help="stop when no command came for this many minutes (default: never)")
+    s.add_argument("--detach", action="store_true",
+                   help="run the server in the background (its output in <socket>.log); return once it listens")
     what = s.add_mutually_exclusive_group()
     what.add_argument("--status", action="store_true", help="print the running server's pid, master and uptime")
     what.add_argument("--stop", action="store_true", help="stop the running server (after its current command)")
@@ -214,7 +218,7 @@ def _cmd_report(args) -> int:
     return EXIT_OK
 
 
-def _cmd_serve(args) -> int:
+def _cmd_serve(args, argv: list[str]) -> int:
     if server._in_server:
         raise UsageError("serve: this command cannot be sent to an engine server")
     if args.socket is not None:
@@ -223,7 +227,13 @@ def _cmd_serve(args) -> int:
         return server.status()
     if args.stop:
         return server.stop()
-    return server.serve(server.socket_path(), args.master, warm=args.warm, models=args.models)
+    if args.idle_stop is not None and args.idle_stop <= 0:
+        raise UsageError(f"--idle-stop {args.idle_stop:g}: a number of minutes above 0")
+    if args.detach:
+        rest = [a for a in argv if a != "--detach"]
+        return server.detach(rest, server.socket_path())
+    return server.serve(server.socket_path(), args.master, warm=args.warm, models=args.models,
+                        idle_stop=args.idle_stop * 60 if args.idle_stop else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             if code is not None:
                 return code
         if args.command == "serve":
-            return _cmd_serve(args)
+            return _cmd_serve(args, argv)
         if args.command == "models":
             return _cmd_models(args)
         if args.command == "check":

@@ -17,7 +17,6 @@ from typing import Any
 import yaml
 
 from .errors import ModelError, UsageError
-from .fingerprint import scheme_name
 
 __all__ = [
     "Constant", "Variable", "SqlFile", "Model", "RunSpec",
@@ -128,6 +127,9 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
+        # (Imported here: the fingerprint module imports PySpark, which a command handed to an engine
+        # server, engine.server, does not otherwise load.)
+        from .fingerprint import scheme_name
         payload = json.dumps(
             {
                 "model": self.model.name,

@@ -235,7 +235,7 @@ def send(conn: socket.socket, msg: dict, lock: threading.Lock) -> None:
 class _Server:
     def __init__(self, path: Path, spark, log: TextIO):
         self.path, self.spark, self.log = path, spark, log
-        self.started = time.time()
+        self.started = self.active = time.time()  # active: when the last command ended or came
         self.served = 0
         self.busy = threading.Lock()
         self.stopping = threading.Event()
@@ -322,6 +322,7 @@ class _Server:
             jvm_ext.forget(session)
             _make_default(self.spark)
             self.served += 1
+            self.active = time.time()
         return code
 
     def warm(self, cases: list[str], models: Path | None) -> None:
@@ -383,9 +384,10 @@ def _release_all(spark) -> None:
 
 
 def serve(path: Path | None, master: str | None, log: TextIO | None = None, warm: list[str] | None = None,
-          models: Path | None = None) -> int:
-    """Start Spark, then run the commands sent to ``path`` until stopped; first check each of ``warm``
-    (``MODEL[:CONFIG][+CONST=VALUE...]``) once, commands sent meanwhile waiting for it."""
+          models: Path | None = None, idle_stop: float | None = None) -> int:
+    """Start Spark, then run the commands sent to ``path`` until stopped, or until no command came for
+    ``idle_stop`` seconds; first check each of ``warm`` (``MODEL[:CONFIG][+CONST=VALUE...]``) once,
+    commands sent meanwhile waiting for it."""
     global _in_server
     log = log or sys.stderr
     if path is None:
@@ -422,7 +424,11 @@ def serve(path: Path | None, master: str | None, log: TextIO | None = None, warm
             try:
                 conn, _ = listener.accept()
             except socket.timeout:
+                if idle_stop and not server.busy.locked() and time.time() - server.active > idle_stop:
+                    print(f"engine server: no command for {idle_stop:g} s, stopping", file=log, flush=True)
+                    break
                 continue
+            server.active = time.time()
             conn.settimeout(None)
             threading.Thread(target=server.handle, args=(conn,), daemon=True, name="sse-client").start()
     except KeyboardInterrupt:
@@ -438,3 +444,39 @@ def serve(path: Path | None, master: str | None, log: TextIO | None = None, warm
             _in_server = False
         print(f"engine server: stopped after {server.served} commands", file=log, flush=True)
     return EXIT_OK
+
+
+def detach(argv: list[str], path: Path | None, timeout: float = 300.0, out: TextIO | None = None) -> int:
+    """Start ``python -m engine ARGV`` (a ``serve`` without ``--detach``) in a session of its own, its
+    output in ``<socket>.log``; return once it listens at ``path``, or with its status and the end of
+    its log if it exits first."""
+    import subprocess
+    out = out or sys.stdout
+    if path is None:
+        raise UsageError(f"{ENV} is off: name the server's socket with --socket PATH")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log_path = path.with_name(path.name + ".log")
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "engine", *argv], stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, ENV: str(path)})
+    end = time.time() + timeout
+    while time.time() < end:
+        code = proc.poll()
+        if code is not None:
+            tail = log_path.read_text(errors="replace").splitlines()[-5:]
+            print(f"engine server exited with status {code} before it listened; the end of {log_path}:", file=sys.stderr)
+            for line in tail:
+                print(f"  {line}", file=sys.stderr)
+            return code or EXIT_INTERNAL
+        conn = _connect(path)
+        if conn is not None:
+            conn[0].close()
+            if conn[2].get("pid") == proc.pid:
+                print(f"engine server: pid {proc.pid} listening at {path} (its output: {log_path}; "
+                      "stop it with python -m engine serve --stop)", file=out)
+                return EXIT_OK
+        time.sleep(0.2)
+    proc.terminate()
+    print(f"error: the engine server did not listen at {path} within {timeout:g} s; see {log_path}", file=sys.stderr)
+    return EXIT_INTERNAL

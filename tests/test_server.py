@@ -154,3 +154,30 @@ def test_a_second_server_is_refused_and_stop_ends_the_first(server):
     assert (stop.returncode, stop.stdout.strip()) == (0, f"engine server pid {server.proc.pid} stopping")
     assert server.proc.wait(timeout=60) == 0
     assert not server.sock.exists()
+
+
+def test_a_detached_server_returns_once_it_listens_and_stops_when_idle(tmp_path):
+    sock = tmp_path / "d.sock"
+    env = {**os.environ, "SSE_SERVER": str(sock)}
+    bad = subprocess.run([*ENGINE, "serve", "--detach", "--warm", "nomodel"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("engine server exited with status 2 before it listened; the end of "
+                                 f"{sock}.log:\n"), bad.stderr
+    assert "error: --warm nomodel: unknown model 'nomodel'" in bad.stderr
+
+    t0 = time.time()
+    up = subprocess.run([*ENGINE, "serve", "--detach", "--idle-stop", "0.1"], cwd=ROOT, env=env, capture_output=True,
+                        text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    pid = int(up.stdout.split("pid ")[1].split()[0])
+    assert up.stdout.strip() == (f"engine server: pid {pid} listening at {sock} (its output: {sock}.log; "
+                                 "stop it with python -m engine serve --stop)")
+    status = subprocess.run([*ENGINE, "serve", "--status"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert f"pid {pid}, Spark local[2]" in status.stdout
+    while sock.exists() and time.time() - t0 < 120:  # no command for 6 s: it stops
+        time.sleep(0.5)
+    assert not sock.exists()
+    log = (tmp_path / "d.sock.log").read_text()
+    assert "engine server: no command for 6 s, stopping" in log and "engine server: stopped after 0 commands" in log
