@@ -533,8 +533,8 @@ class _Search:
         # half of the job's time).
         inline = n_frontier * self._fanout() <= INLINE_ANNOTATION
         succ = self._expand_arrow(depth, n_frontier, inline)
+        self.timer.mark("expand")
         if self._persisting is not None:
-            self.timer.mark("expand")
             self._settle()  # the level before committed: the store may be read from here on
             self.timer.mark("settle")
         n_gen = succ.num_rows
@@ -543,7 +543,7 @@ class _Search:
         self._measure_fanout(n_gen, n_frontier)
         counts = {r["values"]: r["counts"] for r in pc.value_counts(succ["_action"]).to_pylist()}
         per_action = {a: int(counts.get(a, 0)) for a in self.cm.action_names}
-        self.timer.mark("expand")
+        self.timer.mark("counts")
         ids = None
         if self.cm.terminal_exprs:
             moving = pc.or_(pc.not_equal(succ["_fp"], succ["_parent_fp"]), pc.not_equal(succ["_fp2"], succ["_parent_fp2"]))
