@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -71,6 +72,10 @@ INTERPRET_BELOW = int(os.environ.get("SSE_INTERPRET_BELOW", "2000"))
 # while Spark's tasks ran. The next level waits for it before anything reads the store, and a level
 # whose columns show a violation is finished in line as before (SSE_PIPELINE=0: every level).
 PIPELINE = os.environ.get("SSE_PIPELINE", "1") != "0"
+# Set by engine.server when a command's client has gone: the search stops at the next level (the
+# server also cancels the Spark jobs running then), as after Ctrl-C, and resumes from its last
+# committed level when started again.
+cancelled = threading.Event()
 # Initial states are collected to the driver when there are at most this many.
 ARROW_INIT = 100_000
 # A small level's frontier above this many bytes (as Arrow) is checkpointed in Spark rather than
@@ -425,6 +430,8 @@ class _Search:
             depth = 1
 
         while True:
+            if cancelled.is_set():
+                raise KeyboardInterrupt
             t0 = time.time()
             n_frontier = self._frontier_size(depth)
             if n_frontier == 0:

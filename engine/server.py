@@ -77,6 +77,12 @@ def code_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def engine_path() -> str:
+    """Where this engine is installed (a checkout's ``engine/``): its models and warehouse default to
+    that checkout's, so a server from another checkout with the same code is not used either."""
+    return str(Path(__file__).resolve().parent)
+
+
 def settings() -> dict[str, str]:
     """The ``SSE_*`` environment that shapes a run (read by the engine at import or call time)."""
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith("SSE_") and k != ENV}
@@ -112,6 +118,8 @@ def _connect(path: Path) -> tuple[socket.socket, Any, dict] | None:
 def _mismatch(hello: dict, master: str) -> str | None:
     if hello.get("code") != code_digest():
         return "it runs other engine code (restart it: python -m engine serve --stop, then serve)"
+    if hello.get("engine") != engine_path():
+        return f"it runs the engine at {hello.get('engine')} (its models and warehouse), this command's is at {engine_path()}"
     if hello.get("master") != master:
         return f"it runs Spark master {hello.get('master')}, this command asks for {master}"
     if hello.get("settings") != settings():
@@ -149,10 +157,16 @@ def forward(argv: list[str], master: str, out: TextIO | None = None, err: TextIO
                     err.flush()
                 elif "exit" in msg:
                     return int(msg["exit"])
+                elif "refused" in msg:
+                    print(f"engine: not using the server at {path} (pid {hello.get('pid')}): {msg['refused']}",
+                          file=err)
+                    return None
         except KeyboardInterrupt:
             # Closing the connection makes the server cancel the command's Spark jobs.
             print("interrupted; the run resumes from its last committed level when started again", file=err)
             return 130
+        except BrokenPipeError:  # this command's own output closed (| head): the server sees it go
+            return EXIT_INTERNAL
         except OSError as exc:
             print(f"error: lost the engine server at {path}: {exc}", file=err)
             return EXIT_INTERNAL
@@ -185,7 +199,8 @@ def status(out: TextIO | None = None) -> int:
     up = time.time() - hello["started"]
     print(f"engine server at {socket_path()}: pid {hello['pid']}, Spark {hello['master']}, up {up:.0f} s, "
           f"{hello['served']} commands served, engine code {hello['code']}"
-          + ("" if hello["code"] == code_digest() else f" (this checkout's is {code_digest()}: not used)"),
+          + ("" if hello["code"] == code_digest() else f" (this checkout's is {code_digest()}: not used)")
+          + (f"; running: {hello['running']}" if hello.get("running") else "; idle"),
           file=out or sys.stdout)
     return EXIT_OK
 
@@ -235,15 +250,18 @@ def send(conn: socket.socket, msg: dict, lock: threading.Lock) -> None:
 class _Server:
     def __init__(self, path: Path, spark, log: TextIO):
         self.path, self.spark, self.log = path, spark, log
-        self.started = self.active = time.time()  # active: when the last command ended or came
+        self.started = self.active = time.time()  # active: when the last command started or ended
         self.served = 0
+        self.current: threading.Event | None = None  # the running command's ``gone``
+        self.running: str | None = None  # its arguments
         self.busy = threading.Lock()
         self.stopping = threading.Event()
         self.code = code_digest()
 
     def hello(self) -> dict:
-        return {"protocol": PROTOCOL, "pid": os.getpid(), "code": self.code, "master": self.spark.sparkContext.master,
-                "settings": settings(), "started": self.started, "served": self.served}
+        return {"protocol": PROTOCOL, "pid": os.getpid(), "code": self.code, "engine": engine_path(),
+                "master": self.spark.sparkContext.master, "settings": settings(), "started": self.started,
+                "served": self.served, "running": self.running}
 
     def handle(self, conn: socket.socket) -> None:
         lock = threading.Lock()
@@ -262,21 +280,33 @@ class _Server:
                         self.stopping.set()
                     send(conn, {"exit": EXIT_OK}, lock)
                 else:
+                    gone, done = self.watch(conn)
                     if self.busy.locked():
                         send(conn, {"err": "engine server: waiting for the command before this one\n"}, lock)
                     with self.busy:
-                        code = self.run(conn, req, lock)
+                        if self.stopping.is_set():
+                            send(conn, {"refused": "the server is stopping"}, lock)
+                            return
+                        if gone.is_set():
+                            print("engine server: a client left before its command started", file=self.log, flush=True)
+                            return
+                        try:
+                            code = self.run(conn, req, lock, gone)
+                        finally:
+                            done.set()
                     if code != GONE:
                         send(conn, {"exit": code}, lock)
             except (OSError, ValueError) as exc:
                 print(f"engine server: a connection ended: {exc}", file=self.log, flush=True)
 
-    def run(self, conn: socket.socket, req: dict, lock: threading.Lock) -> int:
-        """Run one command line sent by a client, its output sent back; GONE when the client left."""
-        argv = [str(a) for a in req["argv"]]
+    def watch(self, conn: socket.socket) -> tuple[threading.Event, threading.Event]:
+        """Watch the client's end of ``conn``: (gone, done). When it closes (the client exited or was
+        interrupted) before ``done`` is set, ``gone`` is set and the command's search stops: its
+        Spark jobs are cancelled and the search stops at the next level (checker.cancelled)."""
+        from . import checker
         gone, done = threading.Event(), threading.Event()
 
-        def watch() -> None:  # the client's end: EOF when it exits or is interrupted
+        def watch() -> None:
             try:
                 while conn.recv(4096):
                     pass
@@ -284,14 +314,27 @@ class _Server:
                 pass
             if not done.is_set():
                 gone.set()
-                self.spark.sparkContext.cancelAllJobs()
+                if self.busy.locked() and self.current is gone:
+                    checker.cancelled.set()
+                    self.spark.sparkContext.cancelAllJobs()
 
         threading.Thread(target=watch, daemon=True, name="sse-client-watch").start()
+        return gone, done
+
+    def run(self, conn: socket.socket, req: dict, lock: threading.Lock, gone: threading.Event) -> int:
+        """Run one command line sent by a client, its output sent back; GONE when the client left."""
+        from . import checker
+        argv = [str(a) for a in req["argv"]]
         t0 = time.time()
+        checker.cancelled.clear()
+        self.current, self.running = gone, " ".join(argv)
+        if gone.is_set():  # (the client left as the command started)
+            checker.cancelled.set()
         try:
             code = self.command(argv, req.get("cwd"), _Frames(conn, "out", lock, gone), _Frames(conn, "err", lock, gone))
         finally:
-            done.set()
+            self.current, self.running = None, None
+            checker.cancelled.clear()
         if gone.is_set():
             code = GONE
         print(f"engine server: {' '.join(argv)} -> "
@@ -302,10 +345,11 @@ class _Server:
     def command(self, argv: list[str], cwd: str | None, out: TextIO, err: TextIO) -> int:
         """``cli.main(argv)`` in ``cwd``, in a Spark session of its own, printing to ``out`` and ``err``."""
         from . import cli, jvm_ext
-        session = self.spark.newSession()
-        _make_default(session)
-        here, code = os.getcwd(), EXIT_INTERNAL
+        here, code, session = os.getcwd(), EXIT_INTERNAL, None
+        self.active = time.time()
         try:
+            session = self.spark.newSession()
+            _make_default(session)
             os.chdir(cwd or here)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
@@ -316,11 +360,15 @@ class _Server:
             code = GONE
         except BaseException as exc:  # noqa: BLE001 - the server outlives a failed command
             print(f"engine server: {' '.join(argv)} failed: {exc!r}", file=self.log, flush=True)
+            with contextlib.suppress(Exception):
+                err.write(f"error: the engine server could not run the command: {exc!r}\n")
         finally:
             os.chdir(here)
-            _release_all(self.spark)
-            jvm_ext.forget(session)
-            _make_default(self.spark)
+            with contextlib.suppress(Exception):  # (a JVM that is gone: the next command says so)
+                _release_all(self.spark)
+                if session is not None:
+                    jvm_ext.forget(session)
+                _make_default(self.spark)
             self.served += 1
             self.active = time.time()
         return code
@@ -333,8 +381,9 @@ class _Server:
             for case in cases:
                 argv = [*(["--models", str(models)] if models else []), *warm_argv(case),
                         "--warehouse", tmp, "--fresh", "--quiet", "--json"]
-                t0 = time.time()
+                t0, self.running = time.time(), f"warm-up with {case}"
                 code = self.command(argv, None, _Discard(), self.log)
+                self.running = None
                 self.served -= 1  # not a client's
                 print(f"engine server: warmed up with {case} -> exit {code} after {time.time() - t0:.1f} s",
                       file=self.log, flush=True)
@@ -414,7 +463,18 @@ def serve(path: Path | None, master: str | None, log: TextIO | None = None, warm
         os.umask(mask)
     listener.listen(16)
     listener.settimeout(0.5)
+    def interrupted(*_) -> None:
+        # (PySpark's own handler cancels every job: the running command would fail.) A second Ctrl-C
+        # stops at once; the command's run resumes from its last committed level.
+        if server.stopping.is_set():
+            raise KeyboardInterrupt
+        server.stopping.set()
+        if server.busy.locked():
+            print("engine server: stopping after the command it runs (Ctrl-C again to stop at once; the run "
+                  "resumes from its last committed level)", file=log, flush=True)
+
     previous = signal.signal(signal.SIGTERM, lambda *_: server.stopping.set())
+    previous_int = signal.signal(signal.SIGINT, interrupted)
     print(f"engine server: listening at {path} (pid {os.getpid()}, Spark {spark.sparkContext.master}, "
           f"started in {time.time() - t0:.1f} s; stop it with python -m engine serve --stop)", file=log, flush=True)
     if warm:
@@ -428,18 +488,14 @@ def serve(path: Path | None, master: str | None, log: TextIO | None = None, warm
                     print(f"engine server: no command for {idle_stop:g} s, stopping", file=log, flush=True)
                     break
                 continue
-            server.active = time.time()
             conn.settimeout(None)
             threading.Thread(target=server.handle, args=(conn,), daemon=True, name="sse-client").start()
-    except KeyboardInterrupt:
-        if server.busy.locked():
-            print("engine server: stopping after the command it runs (Ctrl-C again to stop at once; the run "
-                  "resumes from its last committed level)", file=log, flush=True)
     finally:
         listener.close()
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         with server.busy:  # a command still running ends first
             _in_server = False
         print(f"engine server: stopped after {server.served} commands", file=log, flush=True)

@@ -4,6 +4,7 @@ has its run cancelled, and the run resumes; a client whose settings differ runs 
 import json
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,15 +25,16 @@ BAD_CONSTANT = "error: model counter has no constant 'Nope' (constants: Steps, M
 
 
 class Server:
-    def __init__(self, sock):
+    def __init__(self, sock, warm=True):
         self.sock = sock
         self.env = {**os.environ, "SSE_SERVER": str(sock)}
-        self.proc = subprocess.Popen([*ENGINE, "--models", str(TEST_MODELS), "serve", "--warm", WARM], cwd=ROOT,
-                                     env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([*ENGINE, "--models", str(TEST_MODELS), "serve", *(["--warm", WARM] if warm else [])],
+                                     cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stderr], daemon=True).start()
         self.wait_for("engine server: listening at", 180)
-        assert f"warmed up with {WARM} -> exit 0 after " in self.wait_for("engine server: warmed up", 180)
+        if warm:
+            assert f"warmed up with {WARM} -> exit 0 after " in self.wait_for("engine server: warmed up", 180)
 
     def wait_for(self, text, timeout=120.0):
         end = time.time() + timeout
@@ -95,13 +97,20 @@ def test_bad_input_gets_the_same_error_and_status_on_the_server(server):
     assert " -> exit 2 after " in server.wait_for("engine server: --models")
 
 
-def test_a_command_with_other_settings_or_master_runs_in_its_own_process(server):
+def test_a_command_with_other_settings_or_master_runs_in_its_own_process(server, tmp_path):
     argv = ["--models", TEST_MODELS, "check", "counter", "--set", "Nope=3"]
     other = server.run(*argv, env={**server.env, "SSE_SHUFFLE_PARTITIONS": "5"})
     assert other.returncode == 2
     assert other.stderr.splitlines() == [
         f"engine: not using the server at {server.sock} (pid {server.proc.pid}): its SSE_* settings differ from "
         "this shell's (SSE_SHUFFLE_PARTITIONS)", BAD_CONSTANT]
+    copy = tmp_path / "copy"  # the same engine code in another place: another checkout's models
+    shutil.copytree(ROOT / "engine", copy / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    elsewhere = subprocess.run([*ENGINE, *argv], cwd=copy, env=server.env, capture_output=True, text=True, timeout=120)
+    assert elsewhere.returncode == 2
+    assert elsewhere.stderr.splitlines() == [
+        f"engine: not using the server at {server.sock} (pid {server.proc.pid}): it runs the engine at "
+        f"{ROOT / 'engine'} (its models and warehouse), this command's is at {copy / 'engine'}", BAD_CONSTANT]
     master = server.run(*argv, "--master", "local[1]")
     assert master.returncode == 2
     assert master.stderr.splitlines()[0] == (f"engine: not using the server at {server.sock} (pid {server.proc.pid}): "
@@ -122,25 +131,24 @@ def test_a_socket_nobody_listens_on_is_passed_over(tmp_path):
 
 
 def test_an_interrupted_client_cancels_its_run_which_resumes_to_tlcs_figures(server, tmp_path):
+    """A quiet run prints nothing until it ends: its client's going away still stops it (at the next
+    level, its jobs cancelled), and the run resumes from the last committed level."""
     wh = tmp_path / "wh"
-    proc = subprocess.Popen([*ENGINE, "check", "ledger_chaining", "--warehouse", str(wh)], cwd=ROOT, env=server.env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    interrupted = False
-    for line in proc.stderr:
-        if line.startswith("Progress(12)"):
-            proc.send_signal(signal.SIGINT)
-            interrupted = True
-            break
-    rest = proc.stderr.read()
+    proc = subprocess.Popen([*ENGINE, "check", "ledger_chaining", "--warehouse", str(wh), "--quiet"], cwd=ROOT,
+                            env=server.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    end = time.time() + 300
+    while len(list(wh.glob("ledger_chaining/*/states/_delta_log/*.json"))) < 13 and time.time() < end:
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # 12 levels committed
     assert proc.wait(timeout=60) == 130
-    assert interrupted, "the run ended before it could be interrupted"
-    assert "interrupted; the run resumes from its last committed level when started again" in rest
+    assert "interrupted; the run resumes from its last committed level when started again" in proc.stderr.read()
     assert "client gone, jobs cancelled" in server.wait_for("engine server: check ledger_chaining")
 
     done = server.run("check", "ledger_chaining", "--warehouse", wh, "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     res = json.loads(done.stdout)
-    assert res["resumed_from_depth"] >= 12
+    assert 12 <= res["resumed_from_depth"] < TLC_DEPTH  # stopped early, not run to its end
     assert (res["result"], res["distinct_states"], res["states_generated"], res["depth"]) == \
         ("ok", TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH)
 
@@ -181,3 +189,29 @@ def test_a_detached_server_returns_once_it_listens_and_stops_when_idle(tmp_path)
     assert not sock.exists()
     log = (tmp_path / "d.sock.log").read_text()
     assert "engine server: no command for 6 s, stopping" in log and "engine server: stopped after 0 commands" in log
+
+
+def test_ctrl_c_on_the_server_stops_it_after_the_command_it_runs(tmp_path):
+    srv = Server(tmp_path / "c.sock", warm=False)
+    try:
+        argv = ["--models", TEST_MODELS, "check", "counter", "--json", "--quiet", "--config", "no_deadlock",
+                "--set", "Steps=1", "--set", "Max=60", "--set", "Cap=99", "--warehouse", tmp_path / "wh"]
+        client = subprocess.Popen([*ENGINE, *[str(a) for a in argv]], cwd=ROOT, env=srv.env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        end = time.time() + 120
+        while "running: --models" not in srv.run("serve", "--status").stdout and time.time() < end:
+            assert client.poll() is None, client.communicate()
+        srv.proc.send_signal(signal.SIGINT)
+        out, err = client.communicate(timeout=300)
+        assert client.returncode == 0, err[-3000:]
+        res = json.loads(out)
+        want = bfs({1}, 60, deadlock=False)
+        assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+            (want["distinct"], want["generated"], want["depth"])
+        assert srv.proc.wait(timeout=60) == 0
+        assert not srv.sock.exists()
+        srv.wait_for("engine server: stopping after the command it runs")
+        assert srv.wait_for("engine server: stopped after").startswith("engine server: stopped after 1 commands")
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
