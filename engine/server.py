@@ -254,6 +254,7 @@ class _Server:
         self.served = 0
         self.current: threading.Event | None = None  # the running command's ``gone``
         self.running: str | None = None  # its arguments
+        self.threads: set[threading.Thread] = set()  # the connections' threads, joined before exiting
         self.busy = threading.Lock()
         self.stopping = threading.Event()
         self.code = code_digest()
@@ -264,6 +265,12 @@ class _Server:
                 "served": self.served, "running": self.running}
 
     def handle(self, conn: socket.socket) -> None:
+        try:
+            self._handle(conn)
+        finally:
+            self.threads.discard(threading.current_thread())
+
+    def _handle(self, conn: socket.socket) -> None:
         lock = threading.Lock()
         with conn:
             try:
@@ -489,7 +496,9 @@ def serve(path: Path | None, master: str | None, log: TextIO | None = None, warm
                     break
                 continue
             conn.settimeout(None)
-            threading.Thread(target=server.handle, args=(conn,), daemon=True, name="sse-client").start()
+            thread = threading.Thread(target=server.handle, args=(conn,), daemon=True, name="sse-client")
+            server.threads.add(thread)
+            thread.start()
     finally:
         listener.close()
         with contextlib.suppress(FileNotFoundError):
@@ -498,6 +507,8 @@ def serve(path: Path | None, master: str | None, log: TextIO | None = None, warm
         signal.signal(signal.SIGINT, previous_int)
         with server.busy:  # a command still running ends first
             _in_server = False
+        for thread in list(server.threads):  # and its client gets its exit status
+            thread.join(timeout=10)
         print(f"engine server: stopped after {server.served} commands", file=log, flush=True)
     return EXIT_OK
 
