@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sys
 import threading
@@ -37,7 +36,7 @@ from .invariants import InvariantSuite, guarded
 from .errors import ModelError
 from .itf import parse_shape, write_itf
 from .model import RunSpec
-from .session import checkpoint, declare_constants, get_spark
+from .session import checkpoint, declare_constants, get_spark, persistent_rdd_ids, unpersist_rdds
 from . import seen as seen_index
 from .seen_filter import SEEN, SeenFilter
 from .symmetry import canonical_fingerprint_stages, check_paths
@@ -724,12 +723,7 @@ class _Search:
             self.kept = None
         if self.held_union is not None and self.held_union.cache_rdd_id() is not None:
             keep.add(self.held_union.cache_rdd_id())
-        rdds = self.spark.sparkContext._jsc.getPersistentRDDs()
-        # The ids in one call (the Java set's own toString): iterating the map through Py4J takes a
-        # call per entry (Py4J's str() of a set iterates it too), 20 ms a level on ledger chaining,
-        # where a small level costs 0.1 to 0.15 s in all.
-        for rdd_id in _ids(rdds.keySet().toString()) - keep:
-            rdds.get(rdd_id).unpersist(False)
+        unpersist_rdds(self.spark, persistent_rdd_ids(self.spark) - keep)
 
     def _frontier_size(self, depth: int) -> int:
         return next((f.new_states for f in self._figs if f.depth == depth), 0)
@@ -874,11 +868,6 @@ class _Search:
             return {"result": "invariant_violated", "invariant": name, "depth": depth, "state": row,
                     "distinct": fig.distinct_total, "generated": fig.generated_total}
         return None
-
-
-def _ids(text: str) -> set[int]:
-    """The numbers of a Java set's text (``[3, 17]``)."""
-    return {int(x) for x in re.findall(r"-?\d+", text)}
 
 
 def _unplanned(made: DataFrame) -> DataFrame:

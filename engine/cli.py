@@ -229,10 +229,12 @@ def _cmd_serve(args, argv: list[str]) -> int:
         return server.stop()
     if args.idle_stop is not None and args.idle_stop <= 0:
         raise UsageError(f"--idle-stop {args.idle_stop:g}: a number of minutes above 0")
+    path = server.socket_path()
+    if path is None:
+        raise UsageError(f"{server.ENV} is off: name the server's socket with --socket PATH")
     if args.detach:
-        rest = [a for a in argv if a != "--detach"]
-        return server.detach(rest, server.socket_path())
-    return server.serve(server.socket_path(), args.master, warm=args.warm, models=args.models,
+        return server.detach([a for a in argv if a != "--detach"], path)
+    return server.serve(path, args.master, warm=args.warm, models=args.models,
                         idle_stop=args.idle_stop * 60 if args.idle_stop else None)
 
 

@@ -18,7 +18,7 @@ from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .session import checkpoint
+from .session import checkpoint, persistent_rdd_ids, unpersist_rdds
 
 __all__ = ["SeenIndex", "plain_unseen", "INDEX_FROM", "MAX_FRAGMENTS"]
 
@@ -42,7 +42,7 @@ class SeenIndex:
         self.rdd_ids: set[int] = set()   # the fragments' cached blocks, kept when a level releases its own
 
     def _persisted(self) -> set[int]:
-        return {int(k) for k in self.spark.sparkContext._jsc.getPersistentRDDs().keys()}
+        return persistent_rdd_ids(self.spark)
 
     def _fragment(self, fps: DataFrame) -> DataFrame:
         # A local checkpoint keeps the plan's partitioning and order: joins against it neither
@@ -60,11 +60,7 @@ class SeenIndex:
         return frag
 
     def _unpersist(self, ids: set[int]) -> None:
-        rdds = self.spark.sparkContext._jsc.getPersistentRDDs()
-        for rdd_id in ids:
-            rdd = rdds.get(rdd_id)
-            if rdd is not None:
-                rdd.unpersist(False)
+        unpersist_rdds(self.spark, ids)
 
     def add(self, fps: DataFrame) -> None:
         """Index the fingerprints of more stored states (a committed level)."""

@@ -352,6 +352,7 @@ class _Server:
     def command(self, argv: list[str], cwd: str | None, out: TextIO, err: TextIO) -> int:
         """``cli.main(argv)`` in ``cwd``, in a Spark session of its own, printing to ``out`` and ``err``."""
         from . import cli, jvm_ext
+        from .session import persistent_rdd_ids, unpersist_rdds
         here, code, session = os.getcwd(), EXIT_INTERNAL, None
         self.active = time.time()
         try:
@@ -372,7 +373,8 @@ class _Server:
         finally:
             os.chdir(here)
             with contextlib.suppress(Exception):  # (a JVM that is gone: the next command says so)
-                _release_all(self.spark)
+                # What the command left cached (a run's last checkpoints): the next one starts clean.
+                unpersist_rdds(self.spark, persistent_rdd_ids(self.spark))
                 if session is not None:
                     jvm_ext.forget(session)
                 _make_default(self.spark)
@@ -431,23 +433,13 @@ def _make_default(session) -> None:
     jcls.setActiveSession(session._jsparkSession)
 
 
-def _release_all(spark) -> None:
-    """Unpersist what a command left cached (a run's last checkpoints): the next command starts clean."""
-    from .checker import _ids
-    rdds = spark.sparkContext._jsc.getPersistentRDDs()
-    for rdd_id in _ids(rdds.keySet().toString()):
-        rdds.get(rdd_id).unpersist(False)
-
-
-def serve(path: Path | None, master: str | None, log: TextIO | None = None, warm: list[str] | None = None,
+def serve(path: Path, master: str | None, log: TextIO | None = None, warm: list[str] | None = None,
           models: Path | None = None, idle_stop: float | None = None) -> int:
     """Start Spark, then run the commands sent to ``path`` until stopped, or until no command came for
     ``idle_stop`` seconds; first check each of ``warm`` (``MODEL[:CONFIG][+CONST=VALUE...]``) once,
     commands sent meanwhile waiting for it."""
     global _in_server
     log = log or sys.stderr
-    if path is None:
-        raise UsageError(f"{ENV} is off: name the server's socket with --socket PATH")
     if len(str(path).encode()) > 100:
         raise UsageError(f"the socket path {path} is too long for a Unix socket (at most 100 bytes): "
                          f"set {ENV} or --socket to a shorter one")
@@ -513,14 +505,12 @@ def serve(path: Path | None, master: str | None, log: TextIO | None = None, warm
     return EXIT_OK
 
 
-def detach(argv: list[str], path: Path | None, timeout: float = 300.0, out: TextIO | None = None) -> int:
+def detach(argv: list[str], path: Path, timeout: float = 300.0, out: TextIO | None = None) -> int:
     """Start ``python -m engine ARGV`` (a ``serve`` without ``--detach``) in a session of its own, its
     output in ``<socket>.log``; return once it listens at ``path``, or with its status and the end of
     its log if it exits first."""
     import subprocess
     out = out or sys.stdout
-    if path is None:
-        raise UsageError(f"{ENV} is off: name the server's socket with --socket PATH")
     path.parent.mkdir(parents=True, exist_ok=True)
     log_path = path.with_name(path.name + ".log")
     with open(log_path, "ab") as log:
