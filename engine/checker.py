@@ -103,6 +103,11 @@ NARROW_ON_DRIVER = 4_000_000
 LARGEST_FIRST_FROM = 100_000
 # Up to this many frontier states, a level's successors are computed in one task per core.
 SMALL_FRONTIER = 20_000
+SPARK_FRONTIER_PARTS = int(os.environ.get("SSE_SPARK_FRONTIER_PARTS", "0"))
+# A level's new states up to this many are checkpointed as row objects (session.checkpoint): the
+# next level's action branches read them each (bk_v413_rrf's largest level: 292,818, about 450 MB).
+# A full scan of 292,818 bookkeeper states took 0.13 s that way against 0.43 s serialized.
+FRONTIER_AS_OBJECTS = int(os.environ.get("SSE_FRONTIER_AS_OBJECTS", "1000000"))
 # A level's shuffles (de-duplication, anti-join) get a partition per this many successors, at least
 # the session's spark.sql.shuffle.partitions. The de-duplication sorts whole states: with 4
 # partitions, bk_master_3b_sym's level 17 (2.6 million successors of about 2 KB) put over a
@@ -287,10 +292,12 @@ class _Search:
         return self._with_stages(df, self.fp_stages)
 
     def read_level(self, depth: int) -> DataFrame:
+        self._settle()  # (the store is read: a pipelined level is committed first)
         files = self.store.level_files(depth)
         return self.spark.read.schema(self.store.spark_schema).parquet(*files)
 
     def seen(self, max_depth: int) -> DataFrame:
+        self._settle()
         files = self.store.all_files(max_depth)
         return self.spark.read.schema(self.store.spark_schema).parquet(*files).select("_fp", "_fp2")
 
@@ -355,7 +362,10 @@ class _Search:
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
             F.expr(self.in_model_expr).alias("_in_model"), *([SEEN] if SEEN in rows.columns else []),
         )
-        return checkpoint(self.suite.with_columns(cand))
+        # Read again by each action's branch of the next level: kept as row objects when there are
+        # not too many of them (FRONTIER_AS_OBJECTS).
+        return checkpoint(self.suite.with_columns(cand),
+                          as_objects=n_picked is not None and n_picked <= FRONTIER_AS_OBJECTS)
 
     @staticmethod
     def _by_row_id(rows: DataFrame, picked: DataFrame, how: str, n_picked: int | None = None) -> DataFrame:
@@ -465,7 +475,6 @@ class _Search:
     def _spark_level(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int,
                      t0: float) -> dict | None:
         """A level whose successors stay in Spark, from the actions to the written Parquet files."""
-        self._settle()
         # The frontier is a checkpoint, read by each action's branch as one node (re-planning the union of
         # every action for each job cost about a second a level): the new states the level before kept
         # checkpointed when Spark finished it, or its stored files read back and checkpointed.
@@ -473,8 +482,9 @@ class _Search:
             # A partition per core: the kept states are in the partitions of the level's successors
             # (the union's, a branch per action each), and each would be a task per action again.
             frontier = self._as_frontier(_unplanned(self.kept[1]).where("_in_model")
-                                         .coalesce(self.spark.sparkContext.defaultParallelism))
+                                         .coalesce(SPARK_FRONTIER_PARTS or self.spark.sparkContext.defaultParallelism))
         else:
+            self._settle()  # (read from the store)
             frontier = checkpoint(self._frontier(depth))
         self.timer.mark("frontier")
         successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
@@ -497,6 +507,10 @@ class _Search:
                                    *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
                                      for i, a in enumerate(names)]))
         agg = dict(counted.get)
+        # The level before may still be writing its Parquet files (PIPELINE), alongside this level's
+        # planning and job; from here on the store is read.
+        self._settle()
+        self.timer.mark("expand")
         succ = self.with_row_ids(largest_first(made) if int(agg["n"]) >= LARGEST_FIRST_FROM else made)
         distinct = []
         if self.spec.deadlock:
@@ -512,7 +526,7 @@ class _Search:
         n_parents = int(agg.get("p", n_frontier))
         n_moving = int(agg.get("m", n_frontier))
         per_action = {a: int(agg[f"a{i}"]) for i, a in enumerate(names)}
-        self.timer.mark("expand")
+        self.timer.mark("counts")
         if self.cm.terminal_exprs and n_moving < n_frontier:
             movers = succ.where(moving).select(F.col("_parent_ord").alias("_ord")).distinct()
             self._terminal_findings(frontier.join(movers, on="_ord", how="left_anti"), depth)
@@ -588,6 +602,7 @@ class _Search:
         """Columns of the level's stored states as Arrow: held from the level before when it was small."""
         if self.held is not None and self.held[0] == depth:
             return self.held[1].select(columns)
+        self._settle()  # (a level Spark finished may still be writing)
         return pads.dataset(self.store.level_files(depth), format="parquet",
                             schema=self.store.arrow_schema).to_table(columns=columns)
 
@@ -672,6 +687,7 @@ class _Search:
         """The driver's copy of the fingerprints stored through ``depth`` (read once, then grown by each
         committed level)."""
         if self.seen_fps is None:
+            self._settle()
             self.seen_fps = arrow_level.SeenFingerprints.from_files(self.store.all_files(depth), self.store.arrow_schema)
             for part in self.seen_fps.tables():
                 self.seen_filter.add(part)
@@ -698,6 +714,7 @@ class _Search:
     def _terminal_findings(self, terminal: DataFrame, depth: int) -> None:
         # States without successor where a finding's expression holds: counted, the first one (in
         # breadth-first order, so with a shortest path) kept as the example; the run goes on.
+        self._settle()  # (find_state reads the store)
         aggs = []
         for i, expr in enumerate(self.cm.terminal_exprs.values()):
             flag = F.coalesce(F.expr(expr), F.lit(False))
@@ -731,13 +748,19 @@ class _Search:
     def _finish_level(self, cand: DataFrame, depth: int, n_gen: int, distinct_total: int,
                       generated_total: int, t0: float, deadlocked: dict | None,
                       per_action: dict[str, int]) -> dict | None:
+        fps = None
         if n_gen <= NARROW_ON_DRIVER:
             # The constraint and invariant columns (booleans) in one job, counted and validated by the
             # suite on the driver, where a count and the suite's aggregation over Spark were two jobs.
+            # With the fingerprints the driver's seen set grows by (rather than read from the written
+            # files: the write may still run when the next level starts).
+            keys = arrow_level.KEYS if self.seen_fps is not None else []
             flags = SeenFilter.check(cand.select("_in_model", *[InvariantSuite.column(n) for n in self.suite.names],
-                                                 *([SEEN] if SEEN in cand.columns else [])).toArrow())
+                                                 *keys, *([SEEN] if SEEN in cand.columns else [])).toArrow())
             n_new = int(pc.sum(flags["_in_model"]).as_py() or 0)
             n_out = flags.num_rows - n_new
+            if keys:
+                fps = flags.filter(flags["_in_model"]).select(keys)
             self.timer.mark("dedupe")
             report = self.suite.validate_arrow(flags)
         else:
@@ -754,15 +777,21 @@ class _Search:
         if self._deadlock_first(deadlocked, violation):
             cand.unpersist()
             return self._deadlock(deadlocked, depth, distinct_total, generated_total + n_gen)
+        # Kept as the next level's frontier (released with that level) unless the search stops here.
+        self.kept = (depth, cand, _checkpoint_rdd_id(cand)) if n_new and not violation else None
+        if PIPELINE and deadlocked is None and violation is None and n_new \
+                and (fps is not None or self.seen_fps is None) and not self.index.fragments:
+            # Written and committed on the persisting thread while the next level is planned and its
+            # job starts (the driver alone plans; the cores were idle for those 3 to 4 s a level).
+            return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, None,
+                                      per_action, None, write=lambda: self.write_level(cand, depth), fps=fps)
         if n_new:
             self.write_level(cand, depth)
         self.timer.mark("write")
-        # Kept as the next level's frontier (released with that level) unless the search stops here.
-        self.kept = (depth, cand, _checkpoint_rdd_id(cand)) if n_new and not violation else None
         if self.kept is None:
             cand.unpersist()
         return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, violation,
-                                  per_action, None)
+                                  per_action, None, fps=fps)
 
     def _finish_arrow_level(self, new: pa.Table, depth: int, n_gen: int, distinct_total: int,
                             generated_total: int, t0: float, deadlocked: dict | None,
@@ -807,13 +836,19 @@ class _Search:
                 return False
         return True
 
-    def _persist(self, fig: LevelFigures, stored: pa.Table, validate: pa.Table) -> None:
-        """Validate, write and commit a level finished on the driver (on the persisting thread)."""
-        report = self.suite.validate_arrow(validate)
-        if not report.success:  # its invariant columns all held: the suite cannot fail them
-            raise RuntimeError(f"the invariant suite failed {report.failed} at depth {fig.depth}, whose invariant "
-                               "columns all held (run with SSE_PIPELINE=0 and report it)")
-        self.store.write_level(fig.depth, stored)
+    def _persist(self, fig: LevelFigures, stored: pa.Table | None, validate: pa.Table | None,
+                 write: Callable[[], None] | None) -> None:
+        """Validate, write and commit a level (on the persisting thread): one finished on the driver
+        (``stored``, validated here), or one Spark finished (validated already; ``write`` writes it)."""
+        if validate is not None:
+            report = self.suite.validate_arrow(validate)
+            if not report.success:  # its invariant columns all held: the suite cannot fail them
+                raise RuntimeError(f"the invariant suite failed {report.failed} at depth {fig.depth}, whose "
+                                   "invariant columns all held (run with SSE_PIPELINE=0 and report it)")
+        if write is not None:
+            write()
+        else:
+            self.store.write_level(fig.depth, stored)
         self.store.commit_level(fig)
         if self.progress:
             self.progress(fig, fig.new_states)
@@ -831,18 +866,21 @@ class _Search:
     def _record_level(self, depth: int, n_gen: int, n_new: int, n_out: int, distinct_total: int,
                       generated_total: int, t0: float, violation: tuple[dict, str] | None,
                       per_action: dict[str, int], stored: pa.Table | None,
-                      validate: pa.Table | None = None) -> dict | None:
-        """Commit the written level with its figures and let the seen states know of it. With
-        ``validate`` (the level's new states, their invariant columns all true), the level is
-        validated, written and committed on the persisting thread (PIPELINE)."""
+                      validate: pa.Table | None = None, write: Callable[[], None] | None = None,
+                      fps: pa.Table | None = None) -> dict | None:
+        """Commit the written level with its figures and let the seen states know of it (``fps``: the
+        stored states' fingerprints, when the driver has them). With ``validate`` (the level's new
+        states, their invariant columns all true) or ``write`` (a level Spark finished and the suite
+        passed), the level is validated, written and committed on the persisting thread (PIPELINE)."""
         fig = LevelFigures(depth, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
                            round(time.time() - t0, 3), finding=violation[1] if violation else None,
                            actions=per_action)
-        if validate is not None:
+        pipelined = validate is not None or write is not None
+        if pipelined:
             self._settle()
             if self._persister is None:
                 self._persister = ThreadPoolExecutor(1, thread_name_prefix="sse-commit")
-            self._persisting = self._persister.submit(self._persist, fig, stored, validate)
+            self._persisting = self._persister.submit(self._persist, fig, stored, validate, write)
         elif n_new or violation:
             self.store.commit_level(fig)
         self.held = (depth, stored) if stored is not None and n_new and not violation else None
@@ -853,7 +891,8 @@ class _Search:
                 if fig.distinct_total >= arrow_level.DRIVER_SEEN_MAX:
                     self._forget_seen()
                 else:
-                    fps = stored if stored is not None else self._level_table(depth, arrow_level.KEYS)
+                    if fps is None:
+                        fps = stored if stored is not None else self._level_table(depth, arrow_level.KEYS)
                     self.seen_fps.add(fps)
                     self.seen_filter.add(fps)
         self.timer.mark("commit")
@@ -861,7 +900,7 @@ class _Search:
         self._figs.append(fig)
         self._totals = (fig.distinct_total, fig.generated_total)
         self._last_new = n_new
-        if self.progress and validate is None:
+        if self.progress and not pipelined:
             self.progress(fig, n_new)
         if violation:
             row, name = violation

@@ -114,13 +114,24 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
     return spark
 
 
-def checkpoint(df: DataFrame) -> DataFrame:
+# MEMORY_AND_DISK with rows kept as objects in memory (PySpark's StorageLevel.MEMORY_AND_DISK is
+# serialized; this is the JVM's).
+ROWS_AS_OBJECTS = StorageLevel(True, True, False, True, 1)
+
+
+def checkpoint(df: DataFrame, as_objects: bool = False) -> DataFrame:
     """``df`` materialized and cut from its plan, kept serialized: a few byte arrays a partition, in
     memory and spilled to disk beyond it. Spark's default for a checkpoint keeps rows as objects,
     which the collector traces at every full collection: bookkeeper's largest level's successors
     (2.5 to 3 GB) held that way kept the heap's live set high, and the collector took 23 % of the
-    tasks' time on two cores (README: One core against two)."""
-    return df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)  # PySpark's: serialized
+    tasks' time on two cores (README: One core against two).
+
+    ``as_objects``: rows kept as objects (still spilled to disk, serialized, beyond memory), for a
+    checkpoint of moderate size read many times: a level's new states, which every action's branch
+    of the next level reads (serialized, each read of a row was a copy through Java's
+    ObjectInputStream: 13 % of bk_v413_rrf's task time in JFR)."""
+    return df.localCheckpoint(eager=True, storageLevel=ROWS_AS_OBJECTS if as_objects
+                              else StorageLevel.MEMORY_AND_DISK)  # PySpark's: serialized
 
 
 def persistent_rdd_ids(spark: SparkSession) -> set[int]:

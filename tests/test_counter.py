@@ -403,18 +403,35 @@ def test_actions_that_shuffle_are_planned_each_level(capsys, tmp_path, test_mode
            "Exchange, whose data" in err
 
 
-def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, monkeypatch):
+@pytest.mark.parametrize("spark_levels", [False, True], ids=["driver levels", "Spark levels"])
+def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, monkeypatch, spark_levels):
     """A level validated, written and committed while the next one runs (checker.PIPELINE) leaves the
     same states, levels and Delta history as one finished in line, and its progress line follows
-    its commit."""
+    its commit: levels finished on the driver, and levels Spark finishes (whose Parquet is written
+    while the next level is planned)."""
     import engine.checker as checker
     want = bfs({1, 2}, 9, deadlock=False)
     stored = {}
+    if spark_levels:
+        monkeypatch.setattr(checker, "ARROW_LEVEL_BYTES", 0)
+    persisted = []
+    real_persist = checker._Search._persist
+
+    def persist(self, fig, stored_, validate, write):
+        persisted.append((fig.depth, write is not None))
+        return real_persist(self, fig, stored_, validate, write)
+
+    monkeypatch.setattr(checker._Search, "_persist", persist)
     for pipeline in (True, False):
         monkeypatch.setattr(checker, "PIPELINE", pipeline)
+        persisted.clear()
         code, res, err = check(capsys, tmp_path / str(pipeline), "--config", "no_deadlock", "--set", "Steps=1,2",
                                "--set", "Max=9")
         assert code == 0, err
+        if pipeline:  # every level with new states, by its kind's path (the initial states' on the driver)
+            assert sorted(persisted) == [(1, False), *((d, spark_levels) for d in range(2, want["depth"] + 1))]
+        else:
+            assert persisted == []
         assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
             (want["distinct"], want["generated"], want["depth"])
         states = DeltaTable(res["tables"]["states"])
