@@ -103,7 +103,6 @@ NARROW_ON_DRIVER = 4_000_000
 LARGEST_FIRST_FROM = 100_000
 # Up to this many frontier states, a level's successors are computed in one task per core.
 SMALL_FRONTIER = 20_000
-SPARK_FRONTIER_PARTS = int(os.environ.get("SSE_SPARK_FRONTIER_PARTS", "0"))
 # A level's new states up to this many are checkpointed as row objects (session.checkpoint): the
 # next level's action branches read them each (bk_v413_rrf's largest level: 292,818, about 450 MB).
 # A full scan of 292,818 bookkeeper states took 0.13 s that way against 0.43 s serialized.
@@ -482,7 +481,7 @@ class _Search:
             # A partition per core: the kept states are in the partitions of the level's successors
             # (the union's, a branch per action each), and each would be a task per action again.
             frontier = self._as_frontier(_unplanned(self.kept[1]).where("_in_model")
-                                         .coalesce(SPARK_FRONTIER_PARTS or self.spark.sparkContext.defaultParallelism))
+                                         .coalesce(self.spark.sparkContext.defaultParallelism))
         else:
             self._settle()  # (read from the store)
             frontier = checkpoint(self._frontier(depth))

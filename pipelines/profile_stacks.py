@@ -46,6 +46,10 @@ from engine.symmetry import canonical_fingerprint_stages  # noqa: E402
 
 # What a frame's text says about the work it does, first match wins (checked innermost first).
 KINDS = [
+    ("Java deserialization (a task's plan; serialized checkpoints)", re.compile(r"java\.io\.ObjectInputStream")),
+    ("serialized checkpoint rows read (UnsafeRow.readExternal)", re.compile(r"UnsafeRow\.readExternal")),
+    ("code generated in tasks (projections outside whole-stage code)",
+     re.compile(r"codegen\.CodeGenerator|CodegenContext|GenerateUnsafeProjection|GeneratePredicate|janino")),
     ("higher-order functions (interpreted lambdas)", re.compile(r"HigherOrderFunction|LambdaFunction|NamedLambdaVariable|ArrayTransform|ArrayFilter|ArrayExists|ArrayAggregate|ArrayForAll")),
     ("fingerprint: JSON text", re.compile(r"StructsToJson|JacksonGenerator")),
     ("fingerprint: row bytes", re.compile(r"sse\.RowBytes")),

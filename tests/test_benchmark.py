@@ -196,6 +196,10 @@ def test_profile_jfr_sums_a_check_s_flight_recording(tmp_path, capsys):
     found = jfr.samples(kept)
     assert found and all(frames for _, frames in found)
     assert {jfr.thread_group(t) for t, _ in found} >= {"Spark tasks", "driver (Py4J calls, planning)"}
+    # Whole stacks (jfr print keeps 5 frames unless told): a task's samples reach its thread's entry.
+    tasks = [frames for t, frames in found if t.startswith(jfr.TASK_THREAD)]
+    assert max(len(f) for f in tasks) > 5
+    assert any(f[-1] == "java.lang.Thread.run" and any("Executor$TaskRunner.run" in x for x in f) for f in tasks)
 
 
 def test_fingerprint_cost_times_both_schemes_over_a_run_s_states(counter_ok, spark, capsys):
