@@ -50,7 +50,7 @@ KINDS = [
     ("serialized checkpoint rows read (UnsafeRow.readExternal)", re.compile(r"UnsafeRow\.readExternal")),
     ("code generated in tasks (projections outside whole-stage code)",
      re.compile(r"codegen\.CodeGenerator|CodegenContext|GenerateUnsafeProjection|GeneratePredicate|janino")),
-    ("higher-order functions (interpreted lambdas)", re.compile(r"HigherOrderFunction|LambdaFunction|NamedLambdaVariable|ArrayTransform|ArrayFilter|ArrayExists|ArrayAggregate|ArrayForAll")),
+    ("higher-order functions (lambdas; generated code since Spark 4.3)", re.compile(r"HigherOrderFunction|LambdaFunction|NamedLambdaVariable|ArrayTransform|ArrayFilter|ArrayExists|ArrayAggregate|ArrayForAll")),
     ("fingerprint: JSON text", re.compile(r"StructsToJson|JacksonGenerator")),
     ("fingerprint: row bytes", re.compile(r"sse\.RowBytes")),
     ("JSON reading (the held union's frontier)", re.compile(r"JacksonParser|JsonFileFormat|JsonDataSource")),
