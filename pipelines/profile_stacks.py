@@ -13,8 +13,8 @@ samples come from the later ones. While they run, a thread calls ``jstack`` on t
 ``--interval`` seconds and keeps the stacks of Spark's task threads that are running.
 
 Printed: the wall time of each repetition; the share of task samples in which each kind of work is
-on the stack (higher-order functions with lambdas, which Spark interprets; the fingerprint's JSON
-text and hash; array sorting; the generator of the actions' ``LATERAL VIEW``; Spark's projections and
+on the stack (Java deserialization, serialized checkpoint reads, code generated inside tasks;
+higher-order functions with lambdas; the fingerprint's JSON text and hash; array sorting; the generator of the actions' ``LATERAL VIEW``; Spark's projections and
 row copies; Parquet and Arrow I/O; shuffle and sort), a sample counting once for each kind it shows;
 and the most frequent innermost frames.
 """
