@@ -295,6 +295,11 @@ class _Search:
         files = self.store.level_files(depth)
         return self.spark.read.schema(self.store.spark_schema).parquet(*files)
 
+    def _find_state(self, depth: int, fp: int, fp2: int) -> dict[str, Any]:
+        """The stored state (the store read once the pending commit is in: PIPELINE)."""
+        self._settle()
+        return self.store.find_state(depth, fp, fp2)
+
     def seen(self, max_depth: int) -> DataFrame:
         self._settle()
         files = self.store.all_files(max_depth)
@@ -483,7 +488,6 @@ class _Search:
             frontier = self._as_frontier(_unplanned(self.kept[1]).where("_in_model")
                                          .coalesce(self.spark.sparkContext.defaultParallelism))
         else:
-            self._settle()  # (read from the store)
             frontier = checkpoint(self._frontier(depth))
         self.timer.mark("frontier")
         successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
@@ -534,7 +538,7 @@ class _Search:
             enabled = succ.select(F.col("_parent_ord").alias("_ord")).distinct()
             first = (frontier.join(enabled, on="_ord", how="left_anti")
                      .orderBy("_ord").limit(1).select("_fp", "_fp2").collect()[0])
-            deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
+            deadlocked = self._find_state(depth, first["_fp"], first["_fp2"])
         cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total, n_gen=n_gen)
         self.timer.mark("fetch")
         finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
@@ -579,7 +583,7 @@ class _Search:
                 ids = ids if ids is not None else self._level_table(depth, ["_ord", "_fp", "_fp2"])
                 stuck = ids.filter(pc.invert(pc.is_in(ids["_ord"], value_set=enabled)))
                 first = stuck.take(pc.sort_indices(stuck["_ord"])).slice(0, 1).to_pylist()[0]
-                deadlocked = self.store.find_state(depth, first["_fp"], first["_fp2"])
+                deadlocked = self._find_state(depth, first["_fp"], first["_fp2"])
         # The first row per state and the anti-join on the narrow columns; the whole rows (nested,
         # kilobytes for bookkeeper) are taken once, for the new states.
         keys = pa.table({"_key": succ["_key"], "_fp": succ["_fp"], "_fp2": succ["_fp2"],
@@ -713,7 +717,6 @@ class _Search:
     def _terminal_findings(self, terminal: DataFrame, depth: int) -> None:
         # States without successor where a finding's expression holds: counted, the first one (in
         # breadth-first order, so with a shortest path) kept as the example; the run goes on.
-        self._settle()  # (find_state reads the store)
         aggs = []
         for i, expr in enumerate(self.cm.terminal_exprs.values()):
             flag = F.coalesce(F.expr(expr), F.lit(False))
@@ -727,7 +730,7 @@ class _Search:
             found = self.terminal.setdefault(name, {"count": 0, "state": None})
             found["count"] += n
             if found["state"] is None:
-                found["state"] = self.store.find_state(depth, row[f"x{i}"]["_fp"], row[f"x{i}"]["_fp2"])
+                found["state"] = self._find_state(depth, row[f"x{i}"]["_fp"], row[f"x{i}"]["_fp2"])
 
     def _release(self) -> None:
         # Local checkpoints live until the JVM collects their RDDs; a level needs none of the last's
