@@ -29,7 +29,8 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from . import arrow_level
 from .assume import check_assumptions
-from .expand import CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model, partitions_of, rows_frame
+from .expand import (CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model, partitions_of, rows_frame,
+                     union_by_part)
 from .fingerprint import fingerprint_note, fingerprint_sql
 from . import invariants
 from .invariants import InvariantSuite, guarded
@@ -101,6 +102,15 @@ NARROW_ON_DRIVER = 4_000_000
 # asking the block manager for 50 partitions' sizes costs 0.05 to 0.08 s, a large level's jobs
 # ended with one task alone for 0.7 to 1.2 s without it.
 LARGEST_FIRST_FROM = 100_000
+# A Spark level's actions run as one task per frontier partition, every action over it
+# (engine.expand.union_by_part), over a frontier of a partition per core, or a multiple of that with
+# at most PART_STATES states a partition (SSE_SPARK_BY_PART=0: a task per action and frontier
+# partition, as before 2026-11-26). A level's new states are spread over the next level's partitions
+# by their number (a hash of ``_ord``): kept in the partitions they were found in, each partition's
+# share was its parents' share times how many new states they led to, which compounded level after
+# level (bk_v413_rrf: one of the two tasks ran alone for 17 of a level's 19 s).
+BY_PART = os.environ.get("SSE_SPARK_BY_PART", "1") != "0"
+PART_STATES = 250_000
 # Up to this many frontier states, a level's successors are computed in one task per core.
 SMALL_FRONTIER = 20_000
 # A level's new states up to this many are checkpointed as row objects (session.checkpoint): the
@@ -359,17 +369,24 @@ class _Search:
             self.timer.mark("unseen")
             order = checkpoint(new.orderBy("_key", "_fp", "_fp2")
                                .select("_i", F.monotonically_increasing_id().alias("_ord")))
-            n_picked = None
+            n_picked = order.count()
             self.timer.mark("order")
         cand = self._by_row_id(rows, order, "inner", n_picked).select(
             *self.vars, "_fp", "_fp2", F.lit(depth).cast("int").alias("_depth"), "_ord",
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
             F.expr(self.in_model_expr).alias("_in_model"), *([SEEN] if SEEN in rows.columns else []),
         )
+        if BY_PART:
+            cand = cand.repartition(self._frontier_parts(n_picked), "_ord")  # (BY_PART: the next level's tasks)
         # Read again by each action's branch of the next level: kept as row objects when there are
         # not too many of them (FRONTIER_AS_OBJECTS).
-        return checkpoint(self.suite.with_columns(cand),
-                          as_objects=n_picked is not None and n_picked <= FRONTIER_AS_OBJECTS)
+        return checkpoint(self.suite.with_columns(cand), as_objects=n_picked <= FRONTIER_AS_OBJECTS)
+
+    def _frontier_parts(self, n: int) -> int:
+        """A Spark level's frontier partitions for ``n`` states (BY_PART): a multiple of the cores,
+        at most PART_STATES states each."""
+        cores = self.spark.sparkContext.defaultParallelism
+        return cores * max(1, -(-n // (cores * PART_STATES)))
 
     @staticmethod
     def _by_row_id(rows: DataFrame, picked: DataFrame, how: str, n_picked: int | None = None) -> DataFrame:
@@ -482,20 +499,29 @@ class _Search:
         # The frontier is a checkpoint, read by each action's branch as one node (re-planning the union of
         # every action for each job cost about a second a level): the new states the level before kept
         # checkpointed when Spark finished it, or its stored files read back and checkpointed.
+        cores = self.spark.sparkContext.defaultParallelism
+        parts = self._frontier_parts(n_frontier)
         if self.kept is not None and self.kept[0] == depth:
-            # A partition per core: the kept states are in the partitions of the level's successors
-            # (the union's, a branch per action each), and each would be a task per action again.
-            frontier = self._as_frontier(_unplanned(self.kept[1]).where("_in_model")
-                                         .coalesce(self.spark.sparkContext.defaultParallelism))
+            # A partition per core (or PART_STATES), of about equal size: without BY_PART the kept
+            # states are in the partitions of the level's successors (the union's, a branch per
+            # action each), and each would be a task per action again.
+            frontier = self._as_frontier(balanced(self.kept[1], parts).where("_in_model"))
+        elif BY_PART:
+            frontier = checkpoint(self._frontier(depth).repartition(parts, "_ord"))
         else:
             frontier = checkpoint(self._frontier(depth))
         self.timer.mark("frontier")
         successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
-        if n_frontier <= SMALL_FRONTIER:
-            # The union has a partition per action and frontier file; each task deserializes the
-            # whole plan. A small level gets one task per core (verified_log's one-state level
-            # took 61 tasks in all, now 10).
-            successors = successors.coalesce(self.spark.sparkContext.defaultParallelism)
+        # The union has a partition per action and frontier partition, and each task deserializes
+        # the whole plan (every action's: 10.4 MiB for bookkeeper's 22) and generates the code of
+        # the operators outside whole-stage code; by part, a task runs every action over its
+        # frontier partition. Otherwise a small level gets one task per core (verified_log's
+        # one-state level took 61 tasks in all, now 10).
+        by_part = union_by_part(self.spark, successors) if BY_PART else None
+        if by_part is not None and int(by_part._jdf.queryExecution().analyzed().rdd().getNumPartitions()) >= cores:
+            successors = by_part
+        elif n_frontier <= SMALL_FRONTIER:
+            successors = successors.coalesce(cores)
         # The successors are counted, per action too (TLC's coverage), while they are checkpointed
         # (observed metrics: no job of their own). The parents that have one (deadlock) or one that
         # moves (terminal findings) are distinct counts, which need a job, where they are asked for.
@@ -934,6 +960,22 @@ def _block_manager_master(spark: SparkSession):
     return manager.master()
 
 
+def _block_sizes(spark: SparkSession, rdd) -> list[int]:
+    """The stored bytes (memory and disk) of each partition of the cached JVM RDD ``rdd``."""
+    jvm = spark._jvm
+    master = _block_manager_master(spark)
+    sizes = []
+    for p in range(int(rdd.getNumPartitions())):
+        statuses = master.getBlockStatus(jvm.org.apache.spark.storage.RDDBlockId(rdd.id(), p), False)
+        it = statuses.valuesIterator()
+        size = 0
+        while it.hasNext():
+            st = it.next()
+            size += int(st.memSize()) + int(st.diskSize())
+        sizes.append(size)
+    return sizes
+
+
 def largest_first(made: DataFrame) -> DataFrame:
     """A (local) checkpoint's rows with its partitions in decreasing order of their stored size.
 
@@ -951,24 +993,46 @@ def largest_first(made: DataFrame) -> DataFrame:
     n = int(rdd.getNumPartitions())
     if n <= spark.sparkContext.defaultParallelism:
         return made
-    jvm = spark._jvm
-    master = _block_manager_master(spark)
-    sizes = []
-    for p in range(n):
-        statuses = master.getBlockStatus(jvm.org.apache.spark.storage.RDDBlockId(rdd.id(), p), False)
-        it = statuses.valuesIterator()
-        size = 0
-        while it.hasNext():
-            st = it.next()
-            size += int(st.memSize()) + int(st.diskSize())
-        sizes.append(size)
+    sizes = _block_sizes(spark, rdd)
     order = sorted(range(n), key=lambda p: -sizes[p])
     if order == list(range(n)):
         return made
+    jvm = spark._jvm
     parts = spark.sparkContext._gateway.new_array(jvm.org.apache.spark.api.java.JavaRDD, n)
     for i, p in enumerate(order):
         parts[i] = partitions_of(spark, rdd, [p]).toJavaRDD()
     return rows_frame(spark, spark.sparkContext._jsc.union(parts).rdd(), made.schema)
+
+
+def balanced(made: DataFrame, parts: int) -> DataFrame:
+    """A (local) checkpoint's rows in ``parts`` partitions of about equal stored size, under a plan of
+    their own (``_unplanned``): its partitions grouped, largest first into the lightest group, each
+    group read as one partition (the checkpoint's own blocks, in place: no shuffle).
+
+    A Spark level's actions run a task per frontier partition (``union_by_part``), so the frontier's
+    partitions are the level's tasks: Spark's ``coalesce`` groups partitions by their number, and a
+    level's new states come in partitions of very different sizes (a partition per action and
+    frontier part of the level before)."""
+    if _checkpoint_rdd_id(made) is None:
+        return made
+    rdd = made._jdf.queryExecution().analyzed().rdd()
+    spark = made.sparkSession
+    n = int(rdd.getNumPartitions())
+    if n <= parts:
+        return _unplanned(made)
+    sizes = _block_sizes(spark, rdd)
+    groups: list[list[int]] = [[] for _ in range(parts)]
+    loads = [0] * parts
+    for p in sorted(range(n), key=lambda p: -sizes[p]):
+        g = loads.index(min(loads))
+        groups[g].append(p)
+        loads[g] += sizes[p]
+    jvm = spark._jvm
+    out = spark.sparkContext._gateway.new_array(jvm.org.apache.spark.api.java.JavaRDD, parts)
+    for g, members in enumerate(groups):
+        # (coalesce(1) of the group's pruned partitions: one partition holding them all, in order)
+        out[g] = partitions_of(spark, rdd, sorted(members)).toJavaRDD().coalesce(1)
+    return rows_frame(spark, spark.sparkContext._jsc.union(out).rdd(), made.schema)
 
 
 def _checkpoint_rdd_id(df: DataFrame) -> int | None:

@@ -272,6 +272,37 @@ def partitions_of(spark: SparkSession, rdd, numbers: list[int]):
     return jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd, only)
 
 
+def union_by_part(spark: SparkSession, union: DataFrame, parts: int | None = None) -> DataFrame | None:
+    """The actions' ``union`` over a frontier of ``parts`` partitions (any number, when None) with
+    one partition per frontier partition, the j-th holding every action's successors of the j-th
+    (Spark's ``SQLPartitioningAwareUnionRDD``): a task runs every action over its share of the
+    frontier, so the plan (every action's, megabytes for bookkeeper's 22) is deserialized and its
+    operators' code generated once per part rather than once per action and part. None when the
+    plan is not a union of one RDD per action with that many partitions each (an action that
+    shuffles, a Spark before 4.1): the caller keeps ``union``. Only the tasks' shares of the work
+    depend on this, not the rows."""
+    if _fixed_at_planning(union):
+        return None  # (adaptive execution would run its stages at toRdd; an action that shuffles)
+    rdd = union._jdf.queryExecution().toRdd()
+    if rdd.getClass().getName() == "org.apache.spark.sql.execution.SQLExecutionRDD":
+        rdd = rdd.sqlRDD()  # (the finished plan's own propagates the SQL conf to the tasks)
+    n = int(rdd.getNumPartitions())
+    if n == parts:
+        return union  # one action: already a partition per part
+    if rdd.getClass().getName() != "org.apache.spark.rdd.UnionRDD":
+        return None
+    branches = rdd.rdds()
+    sizes = {int(branches.apply(i).getNumPartitions()) for i in range(branches.size())}
+    if len(sizes) != 1 or (parts is not None and sizes != {parts}):
+        return None
+    try:
+        by_part = spark._jvm.org.apache.spark.rdd.SQLPartitioningAwareUnionRDD(
+            spark.sparkContext._jsc.sc(), branches, sizes.pop(), rdd.elementClassTag())
+    except Py4JError:  # a Spark without it (before 4.1)
+        return None
+    return rows_frame(spark, by_part, union.schema)
+
+
 def jvm_schema(spark: SparkSession, schema: StructType):
     return spark._jsparkSession.parseDataType(schema.json())
 
@@ -288,9 +319,12 @@ _FIXED_AT_PLANNING = re.compile(r"^[\s:|+\-*()\d]*(AdaptiveSparkPlan|Exchange|Sh
                                 r"|ReusedExchange|Subquery|SubqueryBroadcast|ReusedSubquery)\b", re.MULTILINE)
 
 
+def _fixed_at_planning(df: DataFrame) -> list[str]:
+    return sorted(set(_FIXED_AT_PLANNING.findall(df._jdf.queryExecution().executedPlan().toString())))
+
+
 def _check_rerunnable(df: DataFrame) -> None:
-    plan = df._jdf.queryExecution().executedPlan().toString()
-    found = sorted(set(_FIXED_AT_PLANNING.findall(plan)))
+    found = _fixed_at_planning(df)
     if found:
         raise HeldPlanUnavailable(f"held expansion: the actions' plan has {', '.join(found)}, whose data a "
                                   "plan run again would not read afresh")
@@ -416,36 +450,21 @@ class HeldExpansion:
 
     def _by_part(self, union: DataFrame) -> DataFrame:
         """``union`` in ``parts`` partitions, the j-th every action's successors of the j-th part of
-        the frontier: each task parses its own part and runs every action over it, and the tasks
-        have equal shares of the frontier whatever the actions cost (coalesced into tasks of whole
-        actions, the task that drew ledger chaining's two costliest actions ran alone at the end of
-        each level). When the union's plan is not a union of one RDD per action with
-        a partition per part (an action that shuffles), its partitions are coalesced into ``tasks``
-        tasks instead. Only the tasks' shares of the work depend on this, not the successors."""
-        spark = self.spark
-        if not self.by_part:
-            self.layout = "coalesced"
-            return union.coalesce(self.tasks)  # (checked as part of the finished plan)
-        _check_rerunnable(union)  # before toRdd: adaptive execution would run its stages there
-        rdd = union._jdf.queryExecution().toRdd()
-        if rdd.getClass().getName() == "org.apache.spark.sql.execution.SQLExecutionRDD":
-            rdd = rdd.sqlRDD()  # (the finished plan's own propagates the SQL conf to the tasks)
-        if int(rdd.getNumPartitions()) == self.parts:
-            self.layout = "by part"  # one action
-            return union
-        if rdd.getClass().getName() == "org.apache.spark.rdd.UnionRDD":
-            branches = rdd.rdds()
-            if {int(branches.apply(i).getNumPartitions()) for i in range(branches.size())} == {self.parts}:
-                try:
-                    by_part = spark._jvm.org.apache.spark.rdd.SQLPartitioningAwareUnionRDD(
-                        spark.sparkContext._jsc.sc(), branches, self.parts, rdd.elementClassTag())
-                except Py4JError:  # a Spark without it (before 4.1)
-                    pass
-                else:
-                    self.layout = "by part"
-                    return rows_frame(spark, by_part, union.schema)
+        the frontier (``union_by_part``): each task parses its own part and runs every action over
+        it, and the tasks have equal shares of the frontier whatever the actions cost (coalesced
+        into tasks of whole actions, the task that drew ledger chaining's two costliest actions ran
+        alone at the end of each level). When the union's plan is not a union of one RDD per action
+        with a partition per part (an action that shuffles), its partitions are coalesced into
+        ``tasks`` tasks instead. Only the tasks' shares of the work depend on this, not the
+        successors."""
+        if self.by_part:
+            _check_rerunnable(union)  # before toRdd: adaptive execution would run its stages there
+            by_part = union_by_part(self.spark, union, self.parts)
+            if by_part is not None:
+                self.layout = "by part"
+                return by_part
         self.layout = "coalesced"
-        return union.coalesce(self.tasks)
+        return union.coalesce(self.tasks)  # (checked as part of the finished plan)
 
     def successors(self, frontier: pa.Table, annotate: bool, tasks: int | None = None) -> pa.Table:
         """The successors of ``frontier`` (the states with ``_ord``, ``_fp``, ``_fp2``), finished by
