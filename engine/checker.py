@@ -27,10 +27,10 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from . import arrow_level
+from . import arrow_level, jvm_ext
 from .assume import check_assumptions
-from .expand import (CompiledModel, HeldExpansion, HeldPlanUnavailable, compile_model, partitions_of, rows_frame,
-                     union_by_part)
+from .expand import (CompiledModel, HeldExpansion, HeldPlanUnavailable, HeldRows, compile_model, nullable,
+                     partitions_of, rows_frame, union_by_part)
 from .fingerprint import fingerprint_note, fingerprint_sql
 from . import invariants
 from .invariants import InvariantSuite, guarded
@@ -111,6 +111,9 @@ LARGEST_FIRST_FROM = 100_000
 # level (bk_v413_rrf: one of the two tasks ran alone for 17 of a level's 19 s).
 BY_PART = os.environ.get("SSE_SPARK_BY_PART", "1") != "0"
 PART_STATES = 250_000
+# A Spark level over the level before's kept states runs the union planned once per run, over
+# whichever frontier it is pointed at (engine.expand.HeldRows; SSE_HOLD_SPARK=0: planned each level).
+HOLD_SPARK = os.environ.get("SSE_HOLD_SPARK", "1") != "0"
 # Up to this many frontier states, a level's successors are computed in one task per core.
 SMALL_FRONTIER = 20_000
 # A level's new states up to this many are checkpointed as row objects (session.checkpoint): the
@@ -267,6 +270,11 @@ class _Search:
         # The stored fingerprints in the JVM too (local mode), grown with ``seen_fps``: the actions'
         # job blanks the rows of successors seen before (engine.seen_filter).
         self.seen_filter = SeenFilter(spark, store.root / "_frontier")
+        # Spark levels over a kept frontier run the union planned once per run too (HOLD_SPARK):
+        # (parts, the frontier's schema, seen filter on) -> the held plan, None where it cannot be.
+        self.held_rows: dict[tuple, HeldRows | None] = {}
+        self.hold_spark = (HOLD_SPARK and os.environ.get("SSE_FIXED_PLAN", "1") != "0" and not self.dedupe_raw_first
+                           and jvm_ext.has_class(spark, "SwitchRows"))
         self.full_row_bytes: float | None = None  # a new state's bytes as Arrow, none blanked
         # The last level's write, validation and commit, running while the next level's actions run.
         self._persisting: Future | None = None
@@ -499,38 +507,30 @@ class _Search:
         # The frontier is a checkpoint, read by each action's branch as one node (re-planning the union of
         # every action for each job cost about a second a level): the new states the level before kept
         # checkpointed when Spark finished it, or its stored files read back and checkpointed.
-        cores = self.spark.sparkContext.defaultParallelism
         parts = self._frontier_parts(n_frontier)
+        fingerprinted = None
         if self.kept is not None and self.kept[0] == depth:
             # A partition per core (or PART_STATES), of about equal size: without BY_PART the kept
             # states are in the partitions of the level's successors (the union's, a branch per
             # action each), and each would be a task per action again.
-            frontier = self._as_frontier(balanced(self.kept[1], parts).where("_in_model"))
+            rows = balanced(self.kept[1], parts)
+            frontier = self._as_frontier(rows.where("_in_model"))
+            held = self._held_rows(parts, rows)
+            if held is not None:
+                fingerprinted = held.run(rows)
         elif BY_PART:
             frontier = checkpoint(self._frontier(depth).repartition(parts, "_ord"))
         else:
             frontier = checkpoint(self._frontier(depth))
         self.timer.mark("frontier")
-        successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
-        # The union has a partition per action and frontier partition, and each task deserializes
-        # the whole plan (every action's: 10.4 MiB for bookkeeper's 22) and generates the code of
-        # the operators outside whole-stage code; by part, a task runs every action over its
-        # frontier partition. Otherwise a small level gets one task per core (verified_log's
-        # one-state level took 61 tasks in all, now 10).
-        by_part = union_by_part(self.spark, successors) if BY_PART else None
-        if by_part is not None and int(by_part._jdf.queryExecution().analyzed().rdd().getNumPartitions()) >= cores:
-            successors = by_part
-        elif n_frontier <= SMALL_FRONTIER:
-            successors = successors.coalesce(cores)
+        if fingerprinted is None:
+            fingerprinted, _ = self._spark_successors(frontier, n_frontier)
         # The successors are counted, per action too (TLC's coverage), while they are checkpointed
         # (observed metrics: no job of their own). The parents that have one (deadlock) or one that
         # moves (terminal findings) are distinct counts, which need a job, where they are asked for.
         moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
         names = self.cm.action_names
         counted = Observation(f"successors of level {depth}")
-        fingerprinted = self.fingerprint(successors, as_generated=self.dedupe_raw_first)
-        if not self.dedupe_raw_first:  # (de-duplicated as generated first: not the seen fingerprints)
-            fingerprinted = self.seen_filter.blank(self.seen_filter.mark(fingerprinted), self.vars)
         made = checkpoint(fingerprinted
                           .observe(counted, F.count(F.lit(1)).alias("n"),
                                    *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
@@ -571,6 +571,48 @@ class _Search:
                                      per_action)
         frontier.unpersist()
         return finding
+
+    def _spark_successors(self, frontier: DataFrame, n_frontier: int | None = None) -> tuple[DataFrame, bool]:
+        """The successors of a Spark level's ``frontier`` (``_as_frontier``), fingerprinted, and blanked
+        where the seen filter knows them; and whether the union runs by part."""
+        cores = self.spark.sparkContext.defaultParallelism
+        successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
+        # The union has a partition per action and frontier partition, and each task deserializes
+        # the whole plan (every action's: 10.4 MiB for bookkeeper's 22) and generates the code of
+        # the operators outside whole-stage code; by part, a task runs every action over its
+        # frontier partition. Otherwise a small level gets one task per core (verified_log's
+        # one-state level took 61 tasks in all, now 10).
+        one_a_part = union_by_part(self.spark, successors) if BY_PART else None
+        by_part = (one_a_part is not None
+                   and int(one_a_part._jdf.queryExecution().analyzed().rdd().getNumPartitions()) >= cores)
+        if by_part:
+            successors = one_a_part
+        elif n_frontier is not None and n_frontier <= SMALL_FRONTIER:
+            successors = successors.coalesce(cores)
+        fingerprinted = self.fingerprint(successors, as_generated=self.dedupe_raw_first)
+        if not self.dedupe_raw_first:  # (de-duplicated as generated first: not the seen fingerprints)
+            fingerprinted = self.seen_filter.blank(self.seen_filter.mark(fingerprinted), self.vars)
+        return fingerprinted, by_part
+
+    def _held_rows(self, parts: int, rows: DataFrame) -> HeldRows | None:
+        """The Spark levels' plan held for frontiers of ``parts`` partitions of ``rows``' schema
+        (HOLD_SPARK), made at its first use; None where there is none (the frontier has another
+        number of partitions, the union does not run by part, or its plan cannot be run again)."""
+        if not self.hold_spark or int(rows._jdf.queryExecution().analyzed().rdd().getNumPartitions()) != parts:
+            return None
+        key = (parts, nullable(rows.schema).json(), self.seen_filter.on)  # (HeldRows: planned for it nullable)
+        if key not in self.held_rows:
+            held = HeldRows(self.spark, parts, rows.schema)
+            try:
+                fingerprinted, by_part = self._spark_successors(self._as_frontier(held.leaf.where("_in_model")))
+                if not by_part:
+                    raise HeldPlanUnavailable("the actions' union does not run by part")
+                held.hold(fingerprinted)
+            except HeldPlanUnavailable as exc:
+                print(f"engine: planning each Spark level ({exc})", file=sys.stderr)
+                held = None
+            self.held_rows[key] = held
+        return self.held_rows[key]
 
     def _arrow_level(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int,
                      t0: float) -> dict | None:

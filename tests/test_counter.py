@@ -304,6 +304,68 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
     assert HeldExpansion.supports(StructType([StructField("x", DoubleType())]), binary) == binary
 
 
+def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark):
+    """A Spark level's frontier comes in a partition per core of about equal stored size
+    (``balanced``: the checkpoint's partitions grouped, no shuffle), the actions' union runs a task
+    per frontier partition, every action in it (``union_by_part``), and that union is planned once
+    (``HeldRows``) and run again over each new frontier: over frontier A, then B, then A it gives
+    what the union planned afresh over each gives. A frontier of another number of partitions is
+    refused, naming both numbers."""
+    import pytest
+    from pyspark.errors import IllegalArgumentException
+    from pyspark.sql import functions as F
+    from engine.checker import _checkpoint_rdd_id, balanced
+    from engine.expand import HeldRows, compile_model, union_by_part
+    from engine.model import load_model
+    from engine.session import checkpoint, declare_constants
+    model = load_model("tokens", TEST_MODELS)
+    declare_constants(spark, model, {"Procs": ["p1", "p2", "p3"], "Max": 2, "LogLen": 3})
+    cm = compile_model(spark, model)
+    names = [f.name for f in cm.schema.fields]
+
+    def as_frontier(df):
+        return df.selectExpr(*[f"`{n}`" for n in names], "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent")
+
+    # Six partitions of 10, 1000, 50, 3000, 5 and 200 states (states repeat: only their number matters).
+    sizes = [10, 1000, 50, 3000, 5, 200]
+    seeds = [(["p1"], "p1"), (["p2", "p1"], "p2"), ([], "")]
+    data = [(p, i) for p, n in enumerate(sizes) for i in range(n)]
+    base = spark.createDataFrame(spark.sparkContext.parallelize(data, len(sizes)).partitionBy(
+        len(sizes), lambda p: p).map(lambda kv: kv), "p int, i int")
+    a = checkpoint(base.selectExpr(
+        "array(i % 3, 1, 0) AS cnt", "IF(i % 2 = 0, 'p1', '') AS owner", "array() AS log", "array() AS done",
+        "CAST(NULL AS struct<who:string, n:int>) AS last", "CAST(p * 10000 + i AS BIGINT) AS _ord",
+        "CAST(i AS BIGINT) AS _fp", "CAST(-i AS BIGINT) AS _fp2").selectExpr(
+        *[f"CAST(`{f.name}` AS {f.dataType.simpleString()}) AS `{f.name}`" for f in cm.schema.fields],
+        "_ord", "_fp", "_fp2"))
+    grouped = balanced(a, 2)
+    counts = sorted(r["count"] for r in grouped.groupBy(F.spark_partition_id()).count().collect())
+    assert counts == [1265, 3000]  # largest first into the lighter group: {3000}, {1000, 200, 50, 10, 5}
+    assert sorted(map(tuple, grouped.collect())) == sorted(map(tuple, a.collect()))
+    b = checkpoint(a.where("_ord % 7 = 0").selectExpr(*[c for c in a.columns]).repartition(2, "_ord"))
+    assert _checkpoint_rdd_id(b) is not None
+    b = balanced(b, 2)  # (no more partitions than asked for: the same rows, a plan of their own)
+
+    def fresh(frontier):
+        return cm.successors(spark, as_frontier(frontier))
+
+    def rows(df):
+        return sorted(map(tuple, df.selectExpr("to_json(struct(*)) AS j").collect()))
+
+    by_part = union_by_part(spark, fresh(grouped))
+    assert by_part is not None and int(by_part._jdf.queryExecution().analyzed().rdd().getNumPartitions()) == 2
+    assert rows(by_part) == rows(fresh(grouped))
+    held = HeldRows(spark, 2, grouped.schema)
+    union = union_by_part(spark, fresh(held.leaf))
+    held.hold(union)
+    for frontier in (grouped, b, grouped):
+        got = held.run(frontier)
+        assert got.count() > 0
+        assert rows(got) == rows(fresh(frontier))
+    with pytest.raises(IllegalArgumentException, match="SwitchRows: the target has 6 partitions, this 2"):
+        held.run(a)
+
+
 def test_interpreted_block_restores_the_session(spark):
     """``interpreted`` turns code generation off for the jobs in the block and gives the session its
     settings back after it, an error included."""
@@ -422,12 +484,33 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
         return real_persist(self, fig, stored_, validate, write)
 
     monkeypatch.setattr(checker._Search, "_persist", persist)
+    # Spark levels: the first reads its frontier from the store, the others the level before's kept
+    # states, through the union planned once (engine.expand.HeldRows).
+    calls = []
+    for name in ("hold", "run"):
+        def spy(self, df, _real=getattr(checker.HeldRows, name), _name=name):
+            calls.append(_name)
+            return _real(self, df)
+        monkeypatch.setattr(checker.HeldRows, name, spy)
+    real_level = checker._Search._spark_level
+
+    def spark_level(self, *args):
+        calls.append("level")
+        return real_level(self, *args)
+
+    monkeypatch.setattr(checker._Search, "_spark_level", spark_level)
     for pipeline in (True, False):
         monkeypatch.setattr(checker, "PIPELINE", pipeline)
         persisted.clear()
+        calls.clear()
         code, res, err = check(capsys, tmp_path / str(pipeline), "--config", "no_deadlock", "--set", "Steps=1,2",
                                "--set", "Max=9")
         assert code == 0, err
+        if spark_levels:
+            assert calls[:3] == ["level", "level", "hold"] and calls.count("hold") == 1
+            assert calls.count("run") == calls.count("level") - 1 >= want["depth"] - 2
+        else:
+            assert calls == []
         if pipeline:  # every level with new states, by its kind's path (the initial states' on the driver)
             assert sorted(persisted) == [(1, False), *((d, spark_levels) for d in range(2, want["depth"] + 1))]
         else:
