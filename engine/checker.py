@@ -288,6 +288,7 @@ class _Search:
         self.seen_filter.stop()
         if self.held_union is not None:
             self.held_union.close()
+        self.held_rows.clear()  # (their leaves name the last frontier: a server's JVM need not keep it)
 
     # ---- stages ---------------------------------------------------------------------------
     @staticmethod
