@@ -260,8 +260,9 @@ class _Search:
         self.kept: tuple[int, DataFrame, int | None] | None = None
         # Small levels run the union planned once per run (SSE_FIXED_PLAN=0: planned again each level).
         self.held_union: HeldExpansion | None = None
+        fixed_plan = os.environ.get("SSE_FIXED_PLAN", "1") != "0"
         binary = os.environ.get("SSE_FRONTIER", "arrow") != "json" and HeldExpansion.binary_available(spark)
-        if os.environ.get("SSE_FIXED_PLAN", "1") != "0" and HeldExpansion.supports(cm.schema, binary):
+        if fixed_plan and HeldExpansion.supports(cm.schema, binary):
             # (Hadoop's listing hides names starting with _ or ., the folder read included.)
             finish = lambda union, annotate: self._finish_expansion(union, annotate, coalesce=False)  # noqa: E731
             self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf", finish,
@@ -273,7 +274,7 @@ class _Search:
         # Spark levels over a kept frontier run the union planned once per run too (HOLD_SPARK):
         # (parts, the frontier's schema, seen filter on) -> the held plan, None where it cannot be.
         self.held_rows: dict[tuple, HeldRows | None] = {}
-        self.hold_spark = (HOLD_SPARK and os.environ.get("SSE_FIXED_PLAN", "1") != "0" and not self.dedupe_raw_first
+        self.hold_spark = (HOLD_SPARK and fixed_plan and not self.dedupe_raw_first
                            and jvm_ext.has_class(spark, "SwitchRows"))
         self.full_row_bytes: float | None = None  # a new state's bytes as Arrow, none blanked
         # The last level's write, validation and commit, running while the next level's actions run.
