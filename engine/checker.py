@@ -111,6 +111,9 @@ LARGEST_FIRST_FROM = 100_000
 # level (bk_v413_rrf: one of the two tasks ran alone for 17 of a level's 19 s).
 BY_PART = os.environ.get("SSE_SPARK_BY_PART", "1") != "0"
 PART_STATES = 250_000
+# The new states are left in the partitions they were found in (no shuffle) while the largest holds
+# at most this much more than an equal share (5 %) (needs_spread).
+SPREAD_SKEW = 0.05
 # A Spark level over the level before's kept states runs the union planned once per run, over
 # whichever frontier it is pointed at (engine.expand.HeldRows; SSE_HOLD_SPARK=0: planned each level).
 HOLD_SPARK = os.environ.get("SSE_HOLD_SPARK", "1") != "0"
@@ -185,6 +188,10 @@ class _Timer:
             now = time.time()
             self.parts.append(f"{label}={now - self.last:.3f}")
             self.last = now
+
+    def note(self, text: str) -> None:
+        if self.on:
+            self.parts.append(text)
 
     def flush(self, depth: int) -> None:
         if self.on:
@@ -386,11 +393,30 @@ class _Search:
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
             F.expr(self.in_model_expr).alias("_in_model"), *([SEEN] if SEEN in rows.columns else []),
         )
-        if BY_PART:
-            cand = cand.repartition(self._frontier_parts(n_picked), "_ord")  # (BY_PART: the next level's tasks)
+        if BY_PART and n_picked <= BROADCAST_ROWS:
+            # Fetched by a broadcast join, the new states are in the partitions their parents were in
+            # (a shuffled join hashes them by row id: balanced, grouped by ``balanced`` next level).
+            parts = self._frontier_parts(n_picked)
+            found_in = self._found_in(new["_i"] if isinstance(new, pa.Table) else order, rows)
+            spread = needs_spread(found_in, parts)
+            if spread:
+                cand = cand.repartition(parts, "_ord")  # (BY_PART: the next level's tasks)
+            self.timer.note(f"spread={int(spread)}")
         # Read again by each action's branch of the next level: kept as row objects when there are
         # not too many of them (FRONTIER_AS_OBJECTS).
         return checkpoint(self.suite.with_columns(cand), as_objects=n_picked <= FRONTIER_AS_OBJECTS)
+
+    def _found_in(self, picked, rows: DataFrame) -> list[int]:
+        """How many of the rows ``picked`` (their ``_i``: an Arrow array, or a checkpoint with that
+        column) are in each partition of ``rows`` (``with_row_ids``: the partition is ``_i``'s bits
+        from 33 on, as ``monotonically_increasing_id`` numbers them)."""
+        q = int(rows._jdf.rdd().getNumPartitions())
+        if isinstance(picked, (pa.Array, pa.ChunkedArray)):
+            return np.bincount(picked.to_numpy() >> 33, minlength=q).tolist()
+        counts = [0] * q
+        for r in picked.groupBy(F.shiftright("_i", 33).alias("p")).count().collect():
+            counts[int(r["p"])] = int(r["count"])
+        return counts
 
     def _frontier_parts(self, n: int) -> int:
         """A Spark level's frontier partitions for ``n`` states (BY_PART): a multiple of the cores,
@@ -614,6 +640,7 @@ class _Search:
                 print(f"engine: planning each Spark level ({exc})", file=sys.stderr)
                 held = None
             self.held_rows[key] = held
+            self.timer.note(f"held_plans={len(self.held_rows)}")
         return self.held_rows[key]
 
     def _arrow_level(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int,
@@ -1046,6 +1073,18 @@ def largest_first(made: DataFrame) -> DataFrame:
     for i, p in enumerate(order):
         parts[i] = partitions_of(spark, rdd, [p]).toJavaRDD()
     return rows_frame(spark, spark.sparkContext._jsc.union(parts).rdd(), made.schema)
+
+
+def needs_spread(found_in: list[int], parts: int) -> bool:
+    """Whether a level's new states, ``found_in[i]`` of them in partition i, must be spread (a
+    shuffle, by a hash of ``_ord``) to make the next level's frontier: ``parts`` partitions of about
+    equal size. Left where they were found, each partition's share of the next level is its parents'
+    share times how many new states they led to, and that compounds level after level (bk_v413_rrf:
+    one of two tasks ran alone for 17 of a level's 19 s); where the shares are even (the test
+    counter: one action, every state one or two successors) the shuffle is all cost."""
+    if len(found_in) != parts:
+        return True
+    return max(found_in, default=0) > (1 + SPREAD_SKEW) * sum(found_in) / parts
 
 
 def balanced(made: DataFrame, parts: int) -> DataFrame:

@@ -465,6 +465,50 @@ def test_actions_that_shuffle_are_planned_each_level(capsys, tmp_path, test_mode
            "Exchange, whose data" in err
 
 
+def test_new_states_are_spread_only_where_their_partitions_are_uneven(capsys, tmp_path, monkeypatch):
+    """A Spark level's new states, fetched by a broadcast join, stay in the partitions their parents
+    were in unless those are uneven or not the next level's number (``needs_spread``): then they are
+    spread by a hash of ``_ord`` (a shuffle). Left in place or spread, the search stores the same
+    states with the same numbers and levels."""
+    import engine.checker as checker
+    assert checker.needs_spread([100, 100], 2) is False
+    assert checker.needs_spread([100, 105], 2) is False  # 105 <= 1.05 * 102.5
+    assert checker.needs_spread([100, 112], 2) is True   # 112 > 1.05 * 106
+    assert checker.needs_spread([0, 0], 2) is False
+    assert checker.needs_spread([50, 50], 4) is True      # the next level wants more partitions
+    assert checker.needs_spread([10, 10, 10, 10], 2) is True
+    monkeypatch.setattr(checker, "ARROW_LEVEL_BYTES", 0)
+    want = bfs({1, 2}, 9, deadlock=False)
+    decisions = []
+    real = checker.needs_spread
+    monkeypatch.setattr(checker, "needs_spread",
+                        lambda found_in, parts: decisions.append((list(found_in), parts, real(found_in, parts)))
+                        or decisions[-1][2])
+    stored = {}
+    for skew in (0.0, 1e9):  # every uneven level spread; only a change in the number of partitions
+        monkeypatch.setattr(checker, "SPREAD_SKEW", skew)
+        decisions.clear()
+        code, res, err = check(capsys, tmp_path / str(skew), "--config", "no_deadlock", "--set", "Steps=1,2",
+                               "--set", "Max=9")
+        assert code == 0, err
+        assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+            (want["distinct"], want["generated"], want["depth"])
+        assert len(decisions) >= want["depth"] - 2
+        # the counts are those of the rows fetched: every new state of the level, once
+        levels = DeltaTable(res["tables"]["levels"]).to_pyarrow_table().to_pylist()
+        new_at = {r["depth"]: r["new_states"] for r in levels}
+        assert [sum(f) for f, _, _ in decisions] == [new_at.get(d, 0) for d in range(2, 2 + len(decisions))]
+        if skew == 0.0:
+            assert all(spread == (len(f) != parts or len(set(f)) > 1) for f, parts, spread in decisions)
+        else:
+            assert not all(spread for _, _, spread in decisions)
+            assert all(spread == (len(f) != parts) for f, parts, spread in decisions)
+        states = DeltaTable(res["tables"]["states"])
+        stored[skew] = sorted(tuple(r.values()) for r in states.to_pyarrow_table(
+            columns=["x", "_depth", "_ord", "_fp", "_fp2"]).to_pylist())
+    assert stored[0.0] == stored[1e9] and len(stored[0.0]) == want["distinct"]
+
+
 @pytest.mark.parametrize("spark_levels", [False, True], ids=["driver levels", "Spark levels"])
 def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, monkeypatch, spark_levels):
     """A level validated, written and committed while the next one runs (checker.PIPELINE) leaves the
