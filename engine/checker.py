@@ -106,9 +106,8 @@ LARGEST_FIRST_FROM = 100_000
 # (engine.expand.union_by_part), over a frontier of a partition per core, or a multiple of that with
 # at most PART_STATES states a partition (SSE_SPARK_BY_PART=0: a task per action and frontier
 # partition, as before 2026-11-26). A level's new states are spread over the next level's partitions
-# by their number (a hash of ``_ord``): kept in the partitions they were found in, each partition's
-# share was its parents' share times how many new states they led to, which compounded level after
-# level (bk_v413_rrf: one of the two tasks ran alone for 17 of a level's 19 s).
+# by their number (a hash of ``_ord``) where the partitions they were found in are uneven
+# (needs_spread).
 BY_PART = os.environ.get("SSE_SPARK_BY_PART", "1") != "0"
 PART_STATES = 250_000
 # The new states are left in the partitions they were found in (no shuffle) while the largest holds
@@ -1079,9 +1078,10 @@ def needs_spread(found_in: list[int], parts: int) -> bool:
     """Whether a level's new states, ``found_in[i]`` of them in partition i, must be spread (a
     shuffle, by a hash of ``_ord``) to make the next level's frontier: ``parts`` partitions of about
     equal size. Left where they were found, each partition's share of the next level is its parents'
-    share times how many new states they led to, and that compounds level after level (bk_v413_rrf:
-    one of two tasks ran alone for 17 of a level's 19 s); where the shares are even (the test
-    counter: one action, every state one or two successors) the shuffle is all cost."""
+    share times how many new states they led to, which can compound level after level (the first
+    by-part try on bk_v413_rrf, which never spread: one of two tasks ran alone for 17 of a level's
+    19 s); where the shares are even (the test counter: one action, every state one or two
+    successors; bk_v413_rrf now, at 20 of its 21 Spark levels) the shuffle is all cost."""
     if len(found_in) != parts:
         return True
     return max(found_in, default=0) > (1 + SPREAD_SKEW) * sum(found_in) / parts
