@@ -80,7 +80,7 @@ def samples(recording: Path, depth: int = STACK_DEPTH) -> list[tuple[str, list[s
 
 # What a compiled method belongs to, by its class's name (first match).
 CODE_KINDS = [
-    ("Spark's generated classes (janino)", re.compile(r"GeneratedClass|\$SpecificUnsafeProjection|Generated")),
+    ("Spark's generated classes (janino)", re.compile(r"\.GeneratedClass\b")),
     ("the engine's JVM classes (sse.*)", re.compile(r"^sse\.")),
     ("Parquet", re.compile(r"parquet")),
     ("Arrow", re.compile(r"arrow")),
@@ -167,11 +167,16 @@ def jit_settings(folder: Path) -> Path:
     if not jfc.is_file():
         raise SystemExit(f"no Flight Recorder settings at {jfc}")
     text = jfc.read_text()
-    text = re.sub(r'(<event name="jdk.Compilation">\s*<setting name="enabled"[^>]*>)\w+(</setting>\s*'
-                  r'<setting name="threshold"[^>]*>)[^<]*', r"\1true\g<2>0 ms", text)
-    text = re.sub(r'(<event name="jdk.Deoptimization">\s*<setting name="enabled"[^>]*>)\w+'
-                  r'(</setting>\s*<setting name="stackTrace">)\w+', r"\1true\2false", text)
-    text = re.sub(r'(<event name="jdk.ExecutionSample">\s*<setting name="enabled"[^>]*>)\w+', r"\1false", text)
+    for event, pattern, repl in (
+            ("jdk.Compilation", r'(<event name="jdk.Compilation">\s*<setting name="enabled"[^>]*>)\w+(</setting>\s*'
+                                r'<setting name="threshold"[^>]*>)[^<]*', r"\1true\g<2>0 ms"),
+            ("jdk.Deoptimization", r'(<event name="jdk.Deoptimization">\s*<setting name="enabled"[^>]*>)\w+'
+                                   r'(</setting>\s*<setting name="stackTrace">)\w+', r"\1true\2false"),
+            ("jdk.ExecutionSample", r'(<event name="jdk.ExecutionSample">\s*<setting name="enabled"[^>]*>)\w+',
+             r"\1false")):
+        text, n = re.subn(pattern, repl, text)
+        if n != 1:  # (a JDK whose settings file is laid out otherwise: say so, not a partial recording)
+            raise SystemExit(f"{jfc}: no setting of {event} in the expected form; cannot record the JIT's work")
     out = folder / "jit.jfc"
     out.write_text(text)
     return out
