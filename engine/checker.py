@@ -535,20 +535,32 @@ class _Search:
         # every action for each job cost about a second a level): the new states the level before kept
         # checkpointed when Spark finished it, or its stored files read back and checkpointed.
         parts = self._frontier_parts(n_frontier)
-        fingerprinted = None
+        fingerprinted, read_back = None, None
         if self.kept is not None and self.kept[0] == depth:
             # A partition per core (or PART_STATES), of about equal size: without BY_PART the kept
             # states are in the partitions of the level's successors (the union's, a branch per
             # action each), and each would be a task per action again.
             rows = balanced(self.kept[1], parts)
             frontier = self._as_frontier(rows.where("_in_model"))
-            held = self._held_rows(parts, rows)
+            held = self._held_rows(parts, rows) if _partitions(rows) == parts else None
             if held is not None:
                 fingerprinted = held.run(rows)
         elif BY_PART:
-            frontier = checkpoint(self._frontier(depth).repartition(parts, "_ord"))
+            # The stored states read back in a kept level's columns, so that this level runs the
+            # plan the next ones hold (one plan and one copy of the actions' generated code a run,
+            # where the first Spark level planned one of its own: bk_v413_rrf's first Spark level
+            # spent about 5 s of the driver's time on it, and the JIT compiled its code again).
+            stored = self._stored_as_kept(depth)
+            held = self._held_rows(parts, stored)
+            if held is not None:
+                read_back = checkpoint(stored.repartition(parts, "_ord"),
+                                       as_objects=n_frontier <= FRONTIER_AS_OBJECTS)
+                frontier = self._as_frontier(read_back)
+                fingerprinted = held.run(read_back)
+            else:
+                frontier = read_back = checkpoint(self._frontier(depth).repartition(parts, "_ord"))
         else:
-            frontier = checkpoint(self._frontier(depth))
+            frontier = read_back = checkpoint(self._frontier(depth))
         self.timer.mark("frontier")
         if fingerprinted is None:
             fingerprinted, _ = self._spark_successors(frontier, n_frontier)
@@ -596,7 +608,8 @@ class _Search:
         self.timer.mark("fetch")
         finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
                                      per_action)
-        frontier.unpersist()
+        if read_back is not None:
+            read_back.unpersist()
         return finding
 
     def _spark_successors(self, frontier: DataFrame, n_frontier: int | None = None) -> tuple[DataFrame, bool]:
@@ -621,15 +634,28 @@ class _Search:
             fingerprinted = self.seen_filter.blank(self.seen_filter.mark(fingerprinted), self.vars)
         return fingerprinted, by_part
 
+    def _kept_columns(self) -> list[str]:
+        """The columns a kept level's states begin with (``new_states``), those the held plan reads."""
+        return [*self.table_cols, "_parent_ord", "_in_model"]
+
+    def _stored_as_kept(self, depth: int) -> DataFrame:
+        """The level's stored states in the columns a kept level's begin with (``_kept_columns``):
+        every stored state is within the constraint, and ``_parent_ord`` is not read again."""
+        return self.read_level(depth).select(*self.table_cols, F.lit(None).cast("bigint").alias("_parent_ord"),
+                                             F.lit(True).alias("_in_model"))
+
     def _held_rows(self, parts: int, rows: DataFrame) -> HeldRows | None:
-        """The Spark levels' plan held for frontiers of ``parts`` partitions of ``rows``' schema
-        (HOLD_SPARK), made at its first use; None where there is none (the frontier has another
-        number of partitions, the union does not run by part, or its plan cannot be run again)."""
-        if not self.hold_spark or int(rows._jdf.queryExecution().analyzed().rdd().getNumPartitions()) != parts:
+        """The Spark levels' plan held for frontiers of ``parts`` partitions whose rows begin with
+        ``_kept_columns`` of ``rows``' types (HOLD_SPARK), made at its first use; None where there is
+        none (the union does not run by part, or its plan cannot be run again). The plan reads those
+        columns alone, by position: a kept level's states carry their invariant columns after them."""
+        names = self._kept_columns()
+        if not self.hold_spark or rows.columns[:len(names)] != names:
             return None
-        key = (parts, nullable(rows.schema).json(), self.seen_filter.on)  # (HeldRows: planned for it nullable)
+        schema = StructType(rows.schema.fields[:len(names)])
+        key = (parts, nullable(schema).json(), self.seen_filter.on)  # (HeldRows: planned for it nullable)
         if key not in self.held_rows:
-            held = HeldRows(self.spark, parts, rows.schema)
+            held = HeldRows(self.spark, parts, schema)
             try:
                 fingerprinted, by_part = self._spark_successors(self._as_frontier(held.leaf.where("_in_model")))
                 if not by_part:
@@ -1116,6 +1142,11 @@ def balanced(made: DataFrame, parts: int) -> DataFrame:
         # (coalesce(1) of the group's pruned partitions: one partition holding them all, in order)
         out[g] = partitions_of(spark, rdd, sorted(members)).toJavaRDD().coalesce(1)
     return rows_frame(spark, spark.sparkContext._jsc.union(out).rdd(), made.schema)
+
+
+def _partitions(df: DataFrame) -> int:
+    """The partitions of a DataFrame whose plan is an RDD (a checkpoint, ``rows_frame``)."""
+    return int(df._jdf.queryExecution().analyzed().rdd().getNumPartitions())
 
 
 def _checkpoint_rdd_id(df: DataFrame) -> int | None:

@@ -353,7 +353,9 @@ class HeldRows:
 
     def __init__(self, spark: SparkSession, parts: int, schema: StructType):
         """``schema``: the frontiers' (the plan is made for it with every field nullable, so that it
-        reads frontiers whose schemas differ in what they declare non-null: ``nullable``)."""
+        reads frontiers whose schemas differ in what they declare non-null: ``nullable``). A
+        frontier's rows may carry more columns after these: the plan reads a row's fields by their
+        position, and never passes a frontier row on whole (the successors are new rows)."""
         self.spark, self.parts = spark, parts
         self.switch = spark._jvm.sse.SwitchRows(spark.sparkContext._jsc.sc(), parts)
         self.leaf = rows_frame(spark, self.switch, nullable(schema))
