@@ -25,7 +25,7 @@ from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from . import arrow_level, jvm_ext
 from .assume import check_assumptions
@@ -116,6 +116,10 @@ SPREAD_SKEW = 0.05
 # A Spark level over the level before's kept states runs the union planned once per run, over
 # whichever frontier it is pointed at (engine.expand.HeldRows; SSE_HOLD_SPARK=0: planned each level).
 HOLD_SPARK = os.environ.get("SSE_HOLD_SPARK", "1") != "0"
+# The small levels' held union reads the columns the Spark levels' does, over the same kind of leaf
+# (engine.expand.HeldExpansion ``switched``), so that Spark generates the same code for both and the
+# JIT compiles it once (SSE_SHARED_LEAF=0: a cached view of the state's columns, as before 2026-11-26).
+SHARED_LEAF = os.environ.get("SSE_SHARED_LEAF", "1") != "0"
 # Up to this many frontier states, a level's successors are computed in one task per core.
 SMALL_FRONTIER = 20_000
 # A level's new states up to this many are checkpointed as row objects (session.checkpoint): the
@@ -271,9 +275,14 @@ class _Search:
         if fixed_plan and HeldExpansion.supports(cm.schema, binary):
             # (Hadoop's listing hides names starting with _ or ., the folder read included.)
             finish = lambda union, annotate: self._finish_expansion(union, annotate, coalesce=False)  # noqa: E731
+            # The small levels' union over the columns the Spark levels' held plan reads, planned the
+            # same way (SHARED_LEAF): one copy of the actions' generated code a run.
+            shared = SHARED_LEAF and binary and jvm_ext.has_class(spark, "SwitchRows")
             self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf", finish,
                                             f"sse_frontier_{abs(hash(store.root)):x}",
-                                            spark.sparkContext.defaultParallelism, self._expansion_tasks(), binary)
+                                            spark.sparkContext.defaultParallelism, self._expansion_tasks(), binary,
+                                            columns=self._kept_schema() if shared else None,
+                                            union_over=self._union_over if shared else None)
         # The stored fingerprints in the JVM too (local mode), grown with ``seen_fps``: the actions'
         # job blanks the rows of successors seen before (engine.seen_filter).
         self.seen_filter = SeenFilter(spark, store.root / "_frontier")
@@ -563,7 +572,8 @@ class _Search:
             frontier = read_back = checkpoint(self._frontier(depth))
         self.timer.mark("frontier")
         if fingerprinted is None:
-            fingerprinted, _ = self._spark_successors(frontier, n_frontier)
+            fingerprinted, _ = self._spark_successors(
+                self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2")), n_frontier)
         # The successors are counted, per action too (TLC's coverage), while they are checkpointed
         # (observed metrics: no job of their own). The parents that have one (deadlock) or one that
         # moves (terminal findings) are distinct counts, which need a job, where they are asked for.
@@ -612,11 +622,10 @@ class _Search:
             read_back.unpersist()
         return finding
 
-    def _spark_successors(self, frontier: DataFrame, n_frontier: int | None = None) -> tuple[DataFrame, bool]:
-        """The successors of a Spark level's ``frontier`` (``_as_frontier``), fingerprinted, and blanked
-        where the seen filter knows them; and whether the union runs by part."""
+    def _spark_successors(self, successors: DataFrame, n_frontier: int | None = None) -> tuple[DataFrame, bool]:
+        """A Spark level's ``successors`` (the actions' union), fingerprinted, and blanked where the
+        seen filter knows them; and whether the union runs by part."""
         cores = self.spark.sparkContext.defaultParallelism
-        successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
         # The union has a partition per action and frontier partition, and each task deserializes
         # the whole plan (every action's: 10.4 MiB for bookkeeper's 22) and generates the code of
         # the operators outside whole-stage code; by part, a task runs every action over its
@@ -638,6 +647,15 @@ class _Search:
         """The columns a kept level's states begin with (``new_states``), those the held plan reads."""
         return [*self.table_cols, "_parent_ord", "_in_model"]
 
+    def _kept_schema(self) -> StructType:
+        return StructType([*self.store.spark_schema.fields, StructField("_parent_ord", LongType()),
+                           StructField("_in_model", BooleanType())])
+
+    def _union_over(self, leaf: DataFrame) -> DataFrame:
+        """Every action's successors of the states ``leaf`` holds in ``_kept_columns`` (those within
+        the constraint): the union the held plans run, small levels' and Spark levels' alike."""
+        return self.cm.successors(self.spark, self._as_frontier(leaf.where("_in_model")).drop("_ord", "_fp", "_fp2"))
+
     def _stored_as_kept(self, depth: int) -> DataFrame:
         """The level's stored states in the columns a kept level's begin with (``_kept_columns``):
         every stored state is within the constraint, and ``_parent_ord`` is not read again."""
@@ -657,7 +675,7 @@ class _Search:
         if key not in self.held_rows:
             held = HeldRows(self.spark, parts, schema)
             try:
-                fingerprinted, by_part = self._spark_successors(self._as_frontier(held.leaf.where("_in_model")))
+                fingerprinted, by_part = self._spark_successors(self._union_over(held.leaf))
                 if not by_part:
                     raise HeldPlanUnavailable("the actions' union does not run by part")
                 held.hold(fingerprinted)
@@ -735,15 +753,21 @@ class _Search:
         """The successors of level ``depth`` (``n_frontier`` states), fingerprinted (and annotated), as
         Arrow."""
         small = n_frontier * self._fanout() <= INTERPRET_BELOW
-        table = self._level_table(depth, [*self.vars, "_ord", "_fp", "_fp2"])
+        narrow = [*self.vars, "_ord", "_fp", "_fp2"]
+        switched = self.held_union is not None and self.held_union.switched
+        table = self._level_table(depth, self.table_cols if switched else narrow)
         self.timer.mark("frontier")
         if self.held_union is not None:
             try:
                 self.held_union.prepare(annotate)  # planned with generated code, once
+                leaf = table
+                if switched:  # (the columns a kept level's states begin with: every stored state is in the model)
+                    leaf = (table.append_column("_parent_ord", pa.nulls(table.num_rows, pa.int64()))
+                            .append_column("_in_model", pa.array(np.ones(table.num_rows, dtype=bool))))
                 with interpreted(self.spark, small):
                     # A handful of states: one task (the plan's tasks each deserialize it, and wait for
                     # the one that parses the frontier).
-                    succ = self.held_union.successors(table, annotate, 1 if small else None)
+                    succ = self.held_union.successors(leaf, annotate, 1 if small else None)
             except (PySparkException, Py4JError, HeldPlanUnavailable) as exc:
                 if isinstance(exc, PySparkException) and self.cm.locate_error(exc):
                     raise  # the model's SQL failed: planning it again would fail the same way
@@ -757,7 +781,7 @@ class _Search:
                 HeldExpansion.check_parents(succ, table)
                 return succ
         with interpreted(self.spark, small):
-            successors = self.cm.successors(self.spark, self._arrow_frontier(table).drop("_ord", "_fp", "_fp2"))
+            successors = self.cm.successors(self.spark, self._arrow_frontier(table.select(narrow)).drop("_ord", "_fp", "_fp2"))
             return self._finish_expansion(successors, annotate).toArrow()
 
     def _finish_expansion(self, successors: DataFrame, annotate: bool, coalesce: bool = True) -> DataFrame:

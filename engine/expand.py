@@ -304,6 +304,17 @@ def union_by_part(spark: SparkSession, union: DataFrame, parts: int | None = Non
     return rows_frame(spark, by_part, union.schema)
 
 
+def _lineage_on_driver(rdd):
+    """``rdd`` with its and its ancestors' partitions and dependencies worked out here: a
+    ``SwitchRows`` target is not walked by the scheduler (it declares no dependency), and a task
+    cannot list files (``binaryFiles``) or work out a union's dependencies for itself."""
+    rdd.partitions()
+    deps = rdd.dependencies()
+    for i in range(deps.size()):
+        _lineage_on_driver(deps.apply(i).rdd())
+    return rdd
+
+
 def jvm_schema(spark: SparkSession, schema: StructType):
     return spark._jsparkSession.parseDataType(schema.json())
 
@@ -408,9 +419,16 @@ class HeldExpansion:
 
     def __init__(self, spark: SparkSession, cm: CompiledModel, folder: Path,
                  finish: Callable[[DataFrame, bool], DataFrame], name: str, parts: int = 1,
-                 tasks: int | None = None, binary: bool = True):
+                 tasks: int | None = None, binary: bool = True, columns: StructType | None = None,
+                 union_over: Callable[[DataFrame], DataFrame] | None = None):
+        """``columns`` and ``union_over`` (Arrow files only): the frontier files hold these columns,
+        and the union is ``union_over(leaf)`` over a ``SwitchRows`` leaf of them (``switched``), the
+        plan the Spark levels hold (``HeldRows``) over the same columns: Spark generates the same
+        code for the actions, which Janino's cache and the JIT then share. Otherwise the files hold
+        the state's columns with ``_ord``, ``_fp`` and ``_fp2``, read through a cached view."""
         self.spark, self.cm, self.folder, self.finish = spark, cm, folder, finish
         self.binary = binary  # Arrow files (ArrowFrontier), else JSON
+        self.switched = binary and columns is not None and union_over is not None
         # SSE_BY_PART=0: the frontier in one file and the union's partitions coalesced into ``tasks``
         # (as before 2026-11-25; for comparisons).
         self.by_part = os.environ.get("SSE_BY_PART", "1") != "0"
@@ -419,10 +437,17 @@ class HeldExpansion:
         self.layout: str | None = None  # "by part" or "coalesced", once planned
         self.view = name
         self.files = [folder / f"part-{j:05d}.{'arrow' if binary else 'json'}" for j in range(self.parts)]
-        self.columns = [*(f.name for f in cm.schema.fields), "_ord", "_fp", "_fp2"]
-        self.leaf_schema = StructType([*cm.schema.fields, *(StructField(c, LongType(), False)
-                                                            for c in ("_ord", "_fp", "_fp2"))])
+        if self.switched:
+            self.leaf_schema = columns
+            self.union_over = union_over
+        else:
+            self.leaf_schema = StructType([*cm.schema.fields, *(StructField(c, LongType(), False)
+                                                                for c in ("_ord", "_fp", "_fp2"))])
+        self.columns = [f.name for f in self.leaf_schema.fields]
         self.arrow_schema = to_arrow_schema(self.leaf_schema) if binary else None
+        self._switch = None  # (switched) the leaf's SwitchRows
+        self._files_rdd = None  # (switched) the files' rows, an RDD of a partition a file
+        self._union = None  # (switched) the actions' union over the leaf
         self._plans: dict[bool, tuple] = {}
         self._first: dict[bool, object] = {}  # the plans' RDDs cut to their first partition
         self._cache_rdd = None
@@ -468,6 +493,19 @@ class HeldExpansion:
             self._write(None)
         spark = self.spark
         jsp, jsc = spark._jsparkSession, spark.sparkContext._jsc
+        if self.switched:
+            if not self._plans:
+                self._switch = spark._jvm.sse.SwitchRows(jsc.sc(), self.parts)
+                files = spark.sparkContext._gateway.new_array(spark._jvm.org.apache.spark.api.java.JavaRDD, self.parts)
+                for j, file in enumerate(self.files):
+                    files[j] = spark._jvm.sse.ArrowFrontier.readRows(jsc, str(file), self.leaf_schema.json())
+                self._files_rdd = _lineage_on_driver(jsc.union(files).rdd())
+                self._union = self.union_over(rows_frame(spark, self._switch, nullable(self.leaf_schema)))
+            df = self.finish(self._by_part(self._union), annotate)
+            _check_rerunnable(df)
+            rdd = df._jdf.queryExecution().toRdd()
+            self._plans[annotate] = (rdd, jvm_schema(spark, df.schema), int(rdd.getNumPartitions()))
+            return
         if not self._plans:
             schema = self.cm.schema
             if self.binary:
@@ -518,6 +556,8 @@ class HeldExpansion:
         # A handful of states (one task) in the first file, whose partition alone runs: one file
         # split in two cost the counter's small levels about 15 ms each.
         self._write(frontier, split=tasks is None or tasks > 1)
+        if self.switched:
+            return self._run_switched(annotate, tasks)
         if self._cache_rdd is not None:
             # Drop the last level's parsed frontier: the job parses the new files (once each) and caches them.
             self._cache_rdd.unpersist(True)
@@ -540,6 +580,23 @@ class HeldExpansion:
             self._cache_level = self._cache_rdd.getStorageLevel()
         return out
 
+    def _run_switched(self, annotate: bool, tasks: int | None) -> pa.Table:
+        """The held plan's job over the files just written: the leaf points at a fresh RDD over
+        them (a new RDD a level, so that nothing cached from the level before is read), kept as
+        row objects while the job runs, so that the actions' branches decode each file once."""
+        target = partitions_of(self.spark, self._files_rdd, list(range(self.parts)))
+        target.persist(self.spark._jvm.org.apache.spark.storage.StorageLevel.MEMORY_AND_DISK())  # (deserialized)
+        try:
+            self._switch.setTarget(target)
+            rdd, schema, parts = self._plans[annotate]
+            if tasks == 1 and self.layout == "by part" and parts > 1:
+                rdd = self._first_part(annotate)  # every state is in the first file
+            elif tasks is not None and tasks < parts:
+                rdd = rdd.toJavaRDD().coalesce(tasks).rdd()
+            return rows_frame(self.spark, rdd, schema).toArrow()
+        finally:
+            target.unpersist(False)
+
     def _first_part(self, annotate: bool):
         """The held plan's RDD cut to its first partition (every action over the first file), made
         once per plan."""
@@ -559,13 +616,14 @@ class HeldExpansion:
                                "stale data (run with SSE_FIXED_PLAN=0 and report it)")
 
     def close(self) -> None:
-        if self._plans:
+        if self._plans and not self.switched:
             try:
                 self.spark.catalog.uncacheTable(self.view)
                 self.spark.catalog.dropTempView(self.view)
             except Exception:  # the session may be gone; nothing of the run depends on it
                 pass
         self._plans, self._first, self._cache_rdd = {}, {}, None
+        self._switch = self._files_rdd = self._union = None
         shutil.rmtree(self.folder, ignore_errors=True)
         try:
             self.folder.parent.rmdir()  # the run's _frontier folder, when nothing else is in it

@@ -237,12 +237,15 @@ def test_held_expansion_refuses_successors_of_another_level():
         HeldExpansion.check_parents(pa.table({"_parent_fp": [1, 3], "_parent_fp2": [10, 30]}), frontier)
 
 
-@pytest.mark.parametrize("binary", [True, False], ids=["arrow", "json"])
-def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, binary):
+@pytest.mark.parametrize("binary,switched", [(True, False), (True, True), (False, False)],
+                         ids=["arrow", "arrow over SwitchRows", "json"])
+def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, binary, switched):
     """The union planned once (engine.expand.HeldExpansion) and run again over frontier A, then B, then
     A gives, each time, what the union planned afresh over that frontier gives: the same successors,
     fingerprints and keys, with the frontier in one file or several, in one task or a task a file,
-    written as Arrow IPC streams (the engine's JVM reader) or as JSON (without it). The frontiers hold
+    written as Arrow IPC streams (the engine's JVM reader) or as JSON (without it), and read through
+    a cached view or (``switched``) a ``SwitchRows`` leaf pointed at each level's files, as the Spark
+    levels' held plan reads its frontiers. The frontiers hold
     what a JSON round trip could get wrong: quotes, backslashes, newlines and non-ASCII text in
     strings, empty strings and arrays, a null struct, fingerprints at the ends of the 64-bit range. A
     schema that JSON cannot carry exactly is held only as Arrow."""
@@ -261,8 +264,9 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
     def finish(union, annotate):
         return union.coalesce(2).selectExpr("*", f"{fp1} AS _fp", f"{fp2} AS _fp2")
 
-    schema = to_arrow_schema(StructType([*cm.schema.fields, StructField("_ord", LongType()),
-                                         StructField("_fp", LongType()), StructField("_fp2", LongType())]))
+    columns = StructType([*cm.schema.fields, StructField("_ord", LongType()),
+                          StructField("_fp", LongType()), StructField("_fp2", LongType())])
+    schema = to_arrow_schema(columns)
     a = pa.Table.from_pylist([
         {"cnt": [0, 1, 2], "owner": "", "log": [], "done": [], "last": None,
          "_ord": 0, "_fp": -(2 ** 63), "_fp2": 2 ** 63 - 1},
@@ -272,10 +276,14 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
     b = pa.Table.from_pylist([{"cnt": [2, 2, 0], "owner": "p3", "log": ["p3"], "done": ["p3"],
                                "last": {"who": "p1", "n": 2}, "_ord": 7, "_fp": 11, "_fp2": 12}], schema=schema)
 
+    def as_frontier(df):
+        return df.selectExpr(*[f"`{f.name}`" for f in cm.schema.fields],
+                             "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent")
+
     def fresh(frontier):
-        df = spark.createDataFrame(frontier).selectExpr(
-            *[f"`{f.name}`" for f in cm.schema.fields], "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent")
-        return finish(cm.successors(spark, df), False).toArrow()
+        return finish(cm.successors(spark, as_frontier(spark.createDataFrame(frontier))), False).toArrow()
+
+    switch = {"columns": columns, "union_over": lambda leaf: cm.successors(spark, as_frontier(leaf))} if switched else {}
 
     def rows(t):
         return sorted(t.to_pylist(), key=lambda r: (r["_parent_ord"], r["_key"], r["_fp"]))
@@ -286,7 +294,8 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
                                    ("0", 2, "coalesced")):
         monkeypatch.setenv("SSE_BY_PART", by_part)
         held = HeldExpansion(spark, cm, tmp_path / "_frontier" / "leaf", finish, "test_held_frontier",
-                             parts=parts, tasks=2, binary=binary)
+                             parts=parts, tasks=2, binary=binary, **switch)
+        assert held.switched == switched
         try:
             for frontier in (a, b, a):
                 for tasks in (1, None):

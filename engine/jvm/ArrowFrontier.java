@@ -9,6 +9,10 @@ import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.input.PortableDataStream;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection$;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.execution.arrow.ArrowConverters$;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -22,18 +26,47 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class ArrowFrontier implements FlatMapFunction<PortableDataStream, InternalRow> {
     private static final long serialVersionUID = 1L;
 
+    /** The rows of {@code schema} (Spark's JSON form), or null: views of the batch's vectors. */
+    private final String schemaJson;
+
+    private ArrowFrontier(String schemaJson) {
+        this.schemaJson = schemaJson;
+    }
+
     /** The rows of the Arrow IPC stream in the file {@code path}, in one partition. */
     public static JavaRDD<InternalRow> read(JavaSparkContext jsc, String path) {
-        return jsc.binaryFiles(path, 1).values().flatMap(new ArrowFrontier());
+        return jsc.binaryFiles(path, 1).values().flatMap(new ArrowFrontier(null));
+    }
+
+    /**
+     * The rows of the Arrow IPC stream in the file {@code path}, in one partition, each its own
+     * {@code UnsafeRow} of {@code schemaJson}'s schema (Spark's JSON form of a {@code StructType},
+     * the stream's columns): rows that can be cached as objects.
+     */
+    public static JavaRDD<InternalRow> readRows(JavaSparkContext jsc, String path, String schemaJson) {
+        return jsc.binaryFiles(path, 1).values().flatMap(new ArrowFrontier(schemaJson));
     }
 
     @Override public Iterator<InternalRow> call(PortableDataStream file) {
         byte[] bytes = file.toArray();
         // The rows of a batch are views of its vectors, valid until the next row is asked for: the
-        // plan's scan (RDDScanExec) copies each into an UnsafeRow at once.
+        // plan's scan (RDDScanExec) copies each into an UnsafeRow at once, or (readRows) here.
         scala.collection.Iterator<InternalRow> rows =
                 ArrowConverters$.MODULE$.fromIPCStreamWithIterator(bytes, TaskContext.get())._1();
-        return CollectionConverters.asJava(rows);
+        Iterator<InternalRow> views = CollectionConverters.asJava(rows);
+        if (schemaJson == null) {
+            return views;
+        }
+        UnsafeProjection copy = UnsafeProjection$.MODULE$.create((StructType) DataType.fromJson(schemaJson));
+        return new Iterator<InternalRow>() {
+            @Override public boolean hasNext() {
+                return views.hasNext();
+            }
+
+            @Override public InternalRow next() {
+                return copy.apply(views.next()).copy();
+            }
+        };
     }
 
     /** Nothing to register (a class the driver calls); present for the engine's loader. */
