@@ -2,6 +2,7 @@
 with TLC's semantics (state constraint, invariants on every new successor, deadlock)."""
 import json
 
+import pyarrow as pa
 import pytest
 
 from deltalake import DeltaTable
@@ -311,6 +312,56 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
     assert HeldExpansion.binary_available(spark)
     assert HeldExpansion.supports(cm.schema, binary)
     assert HeldExpansion.supports(StructType([StructField("x", DoubleType())]), binary) == binary
+
+
+def test_small_and_spark_levels_share_the_actions_generated_code(spark, tmp_path):
+    """The small levels' held union (``HeldExpansion`` over a ``SwitchRows`` leaf) and the Spark
+    levels' (``HeldRows``), over the same columns, are one query: Spark generates the same Java source
+    for every action's stages in both, so Janino's cache (keyed by the source) gives the second plan
+    the first one's classes, and the JIT compiles them once. Planned and run, the second plan
+    compiles no source of its own for the actions."""
+    from pyspark.sql.types import BooleanType, LongType, StructField, StructType
+    from engine.expand import HeldExpansion, HeldRows, compile_model, union_by_part
+    from engine.model import load_model
+    from engine.session import checkpoint, declare_constants
+    model = load_model("tokens", TEST_MODELS)
+    declare_constants(spark, model, {"Procs": ["p1", "p2", "p3"], "Max": 2, "LogLen": 3})
+    cm = compile_model(spark, model)
+    columns = StructType([*cm.schema.fields, *(StructField(c, LongType()) for c in ("_ord", "_fp", "_fp2")),
+                          StructField("_in_model", BooleanType())])
+
+    def union_over(leaf):
+        return cm.successors(spark, leaf.where("_in_model").selectExpr(
+            *[f"`{f.name}`" for f in cm.schema.fields], "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent"))
+
+    def sources(df):
+        seq = spark._jvm.org.apache.spark.sql.execution.debug.package.codegenStringSeq(
+            df._jdf.queryExecution().executedPlan())
+        return sorted(seq.apply(i)._2() for i in range(seq.size()))
+
+    def compiled():
+        return int(spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
+
+    small = HeldExpansion(spark, cm, tmp_path / "_frontier" / "leaf", lambda union, annotate: union,
+                          "test_shared_frontier", parts=2, tasks=2, columns=columns, union_over=union_over)
+    try:
+        small.prepare(False)
+        state = {"cnt": [0, 1, 2], "owner": "", "log": [], "done": [], "last": None}
+        table = pa.Table.from_pylist([{**state, "_ord": 0, "_fp": 1, "_fp2": 2, "_in_model": True}],
+                                     schema=small.arrow_schema)
+        assert small.successors(table, False).num_rows > 0  # (its classes compiled)
+        held = HeldRows(spark, 2, columns)
+        union = union_over(held.leaf)
+        assert sources(union) == sources(small._union) and len(sources(union)) >= len(cm.action_names)
+        frontier = checkpoint(spark.createDataFrame([{**state, "_ord": 0, "_fp": 1, "_fp2": 2, "_in_model": True}],
+                                                    columns).repartition(2))
+        before = compiled()
+        held.hold(union_by_part(spark, union))
+        # (the held plan's own RDD counted: no query of its own to plan and compile)
+        assert held.run(frontier)._jdf.queryExecution().analyzed().rdd().count() > 0
+        assert compiled() == before
+    finally:
+        small.close()
 
 
 def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark):
