@@ -409,9 +409,12 @@ class HeldExpansion:
       ``from_json`` (only for states whose every column reads back from JSON as the same value,
       ``json_exact``; other models plan the union each level). Parsing it was 13 % of ledger
       chaining's task time (JFR, 2026-11-25).
-    The decoded frontier is cached in memory (``CACHE TABLE``) so that the actions' branches read it
-    once: before each level the cached RDD is dropped and persisted again, and the level's job reads
-    the new files, once each. The job's j-th task runs every action over the j-th file (``_by_part``).
+    The decoded frontier is cached in memory so that the actions' branches read it once: switched
+    (the engine's default with its JVM functions), the leaf is a ``SwitchRows`` pointed before each
+    job at a new RDD over the files, kept as row objects for that job and dropped after it; otherwise
+    a view over the files is cached (``CACHE TABLE``), its RDD dropped and persisted again before
+    each level. Either way the level's job reads the new files, once each. The job's j-th task runs
+    every action over the j-th file (``_by_part``).
 
     The successors name their parents' fingerprints: ``check_parents`` refuses successors that do
     not come from the frontier just written (stale data would be a wrong search, not a slow one).
