@@ -643,13 +643,13 @@ class _Search:
             fingerprinted = self.seen_filter.blank(self.seen_filter.mark(fingerprinted), self.vars)
         return fingerprinted, by_part
 
-    def _kept_columns(self) -> list[str]:
-        """The columns a kept level's states begin with (``new_states``), those the held plan reads."""
-        return [*self.table_cols, "_parent_ord", "_in_model"]
-
     def _kept_schema(self) -> StructType:
+        """The columns a kept level's states begin with (``new_states``), those the held plans read."""
         return StructType([*self.store.spark_schema.fields, StructField("_parent_ord", LongType()),
                            StructField("_in_model", BooleanType())])
+
+    def _kept_columns(self) -> list[str]:
+        return [f.name for f in self._kept_schema().fields]
 
     def _union_over(self, leaf: DataFrame) -> DataFrame:
         """Every action's successors of the states ``leaf`` holds in ``_kept_columns`` (those within
@@ -781,7 +781,8 @@ class _Search:
                 HeldExpansion.check_parents(succ, table)
                 return succ
         with interpreted(self.spark, small):
-            successors = self.cm.successors(self.spark, self._arrow_frontier(table.select(narrow)).drop("_ord", "_fp", "_fp2"))
+            frontier = self._arrow_frontier(table.select(narrow))
+            successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
             return self._finish_expansion(successors, annotate).toArrow()
 
     def _finish_expansion(self, successors: DataFrame, annotate: bool, coalesce: bool = True) -> DataFrame:
