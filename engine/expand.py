@@ -504,10 +504,7 @@ class HeldExpansion:
                     files[j] = spark._jvm.sse.ArrowFrontier.readRows(jsc, str(file), self.leaf_schema.json())
                 self._files_rdd = _lineage_on_driver(jsc.union(files).rdd())
                 self._union = self.union_over(rows_frame(spark, self._switch, nullable(self.leaf_schema)))
-            df = self.finish(self._by_part(self._union), annotate)
-            _check_rerunnable(df)
-            rdd = df._jdf.queryExecution().toRdd()
-            self._plans[annotate] = (rdd, jvm_schema(spark, df.schema), int(rdd.getNumPartitions()))
+            self._hold(self._union, annotate)
             return
         if not self._plans:
             schema = self.cm.schema
@@ -528,11 +525,23 @@ class HeldExpansion:
                                    "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent")
             leaf.createOrReplaceTempView(self.view)
             spark.catalog.cacheTable(self.view, StorageLevel.MEMORY_AND_DISK)
-        union = self.cm.successors(spark, spark.table(self.view))
+        self._hold(self.cm.successors(spark, spark.table(self.view)), annotate)
+
+    def _hold(self, union: DataFrame, annotate: bool) -> None:
+        """``union`` by part, finished, planned for good (``_plans``)."""
         df = self.finish(self._by_part(union), annotate)
         _check_rerunnable(df)
         rdd = df._jdf.queryExecution().toRdd()
-        self._plans[annotate] = (rdd, jvm_schema(spark, df.schema), int(rdd.getNumPartitions()))
+        self._plans[annotate] = (rdd, jvm_schema(self.spark, df.schema), int(rdd.getNumPartitions()))
+
+    def _job(self, annotate: bool, tasks: int | None) -> pa.Table:
+        """The held plan's job, in at most ``tasks`` tasks, collected as Arrow."""
+        rdd, schema, parts = self._plans[annotate]
+        if tasks == 1 and self.layout == "by part" and parts > 1:
+            rdd = self._first_part(annotate)  # every state is in the first file
+        elif tasks is not None and tasks < parts:
+            rdd = rdd.toJavaRDD().coalesce(tasks).rdd()
+        return rows_frame(self.spark, rdd, schema).toArrow()
 
     def _by_part(self, union: DataFrame) -> DataFrame:
         """``union`` in ``parts`` partitions, the j-th every action's successors of the j-th part of
@@ -567,12 +576,7 @@ class HeldExpansion:
             self._cache_rdd.persist(self._cache_level)
         elif not self._fresh:
             raise HeldPlanUnavailable(f"held expansion: the cached frontier {self.view} is not among Spark's persisted RDDs")
-        rdd, schema, parts = self._plans[annotate]
-        if tasks == 1 and self.layout == "by part" and parts > 1:
-            rdd = self._first_part(annotate)  # every state is in the first file
-        elif tasks is not None and tasks < parts:
-            rdd = rdd.toJavaRDD().coalesce(tasks).rdd()
-        out = rows_frame(self.spark, rdd, schema).toArrow()
+        out = self._job(annotate, tasks)
         if self._fresh:
             self._fresh = False
             name = f"In-memory table {self.view}"
@@ -591,12 +595,7 @@ class HeldExpansion:
         target.persist(self.spark._jvm.org.apache.spark.storage.StorageLevel.MEMORY_AND_DISK())  # (deserialized)
         try:
             self._switch.setTarget(target)
-            rdd, schema, parts = self._plans[annotate]
-            if tasks == 1 and self.layout == "by part" and parts > 1:
-                rdd = self._first_part(annotate)  # every state is in the first file
-            elif tasks is not None and tasks < parts:
-                rdd = rdd.toJavaRDD().coalesce(tasks).rdd()
-            return rows_frame(self.spark, rdd, schema).toArrow()
+            return self._job(annotate, tasks)
         finally:
             target.unpersist(False)
 
