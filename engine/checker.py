@@ -764,10 +764,10 @@ class _Search:
                 if switched:  # (the columns a kept level's states begin with: every stored state is in the model)
                     leaf = (table.append_column("_parent_ord", pa.nulls(table.num_rows, pa.int64()))
                             .append_column("_in_model", pa.array(np.ones(table.num_rows, dtype=bool))))
-                with interpreted(self.spark, small):
-                    # A handful of states: one task (the plan's tasks each deserialize it, and wait for
-                    # the one that parses the frontier).
-                    succ = self.held_union.successors(leaf, annotate, 1 if small else None)
+                # (The plan is made: no setting of the session's changes the code it runs.) A handful
+                # of states: one task (the plan's tasks each deserialize it, and wait for the one that
+                # parses the frontier).
+                succ = self.held_union.successors(leaf, annotate, 1 if small else None)
             except (PySparkException, Py4JError, HeldPlanUnavailable) as exc:
                 if isinstance(exc, PySparkException) and self.cm.locate_error(exc):
                     raise  # the model's SQL failed: planning it again would fail the same way
@@ -1002,6 +1002,15 @@ class _Search:
         if self.progress:
             self.progress(fig, fig.new_states)
 
+    def _add_seen(self, fig: LevelFigures, fps: pa.Table) -> None:
+        """Let the driver's and the JVM's seen sets know of a committed level's fingerprints ``fps``
+        (past DRIVER_SEEN_MAX, forget them)."""
+        if fig.distinct_total >= arrow_level.DRIVER_SEEN_MAX:
+            self._forget_seen()
+        else:
+            self.seen_fps.add(fps)
+            self.seen_filter.add(fps)
+
     @staticmethod
     def _deadlock_first(deadlocked: dict | None, violation: tuple[dict, str] | None) -> bool:
         # TLC meets the deadlocked parent before a violating successor of a later parent.
@@ -1025,6 +1034,12 @@ class _Search:
                            round(time.time() - t0, 3), finding=violation[1] if violation else None,
                            actions=per_action)
         pipelined = validate is not None or write is not None
+        seen_now = (n_new and not violation and self.seen_fps is not None
+                    and (fps is not None or stored is not None))
+        if seen_now:
+            # Before the level is handed to the persisting thread, whose Python work would slow the
+            # calls into the JVM; from the store (below) once it is written.
+            self._add_seen(fig, fps if fps is not None else stored)
         if pipelined:
             self._settle()
             if self._persister is None:
@@ -1036,14 +1051,8 @@ class _Search:
         if n_new and not violation:
             if self.index.fragments:
                 self.index.add(self.read_level(depth))
-            if self.seen_fps is not None:
-                if fig.distinct_total >= arrow_level.DRIVER_SEEN_MAX:
-                    self._forget_seen()
-                else:
-                    if fps is None:
-                        fps = stored if stored is not None else self._level_table(depth, arrow_level.KEYS)
-                    self.seen_fps.add(fps)
-                    self.seen_filter.add(fps)
+            if self.seen_fps is not None and not seen_now:
+                self._add_seen(fig, self._level_table(depth, arrow_level.KEYS))
         self.timer.mark("commit")
         self.timer.flush(depth)
         self._figs.append(fig)

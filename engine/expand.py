@@ -452,7 +452,9 @@ class HeldExpansion:
         self._files_rdd = None  # (switched) the files' rows, an RDD of a partition a file
         self._union = None  # (switched) the actions' union over the leaf
         self._plans: dict[bool, tuple] = {}
-        self._first: dict[bool, object] = {}  # the plans' RDDs cut to their first partition
+        self._frames: dict[tuple, DataFrame] = {}  # the jobs' DataFrames, by plan and task count
+        self._empty: set[int] = set()  # the files known to hold no state
+        self._storage = None  # (switched) how a job keeps the files' rows
         self._cache_rdd = None
         self._cache_level = None
         self._fresh = True  # the cached frontier has not been computed yet
@@ -476,6 +478,8 @@ class HeldExpansion:
         parts = self.parts if split else 1
         for j, file in enumerate(self.files):
             lo, hi = n * min(j, parts) // parts, n * min(j + 1, parts) // parts
+            if hi == lo and j in self._empty:
+                continue  # (empty already: a small level's files but the first)
             tmp = self.folder / f".{file.name}.tmp"  # hidden from the reader's listing
             if self.binary:
                 with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_stream(sink, self.arrow_schema) as out:
@@ -486,6 +490,10 @@ class HeldExpansion:
             else:
                 pl.from_arrow(frontier.select(self.columns).slice(lo, hi - lo)).write_json(tmp)
             os.replace(tmp, file)
+            if hi == lo:
+                self._empty.add(j)
+            else:
+                self._empty.discard(j)
 
     def prepare(self, annotate: bool) -> None:
         """Plan the union (once per ``annotate``) over the frontier files; call it outside
@@ -493,12 +501,14 @@ class HeldExpansion:
         if annotate in self._plans:
             return
         if not all(f.exists() for f in self.files):
+            self._empty.clear()
             self._write(None)
         spark = self.spark
         jsp, jsc = spark._jsparkSession, spark.sparkContext._jsc
         if self.switched:
             if not self._plans:
                 self._switch = spark._jvm.sse.SwitchRows(jsc.sc(), self.parts)
+                self._storage = spark._jvm.org.apache.spark.storage.StorageLevel.MEMORY_AND_DISK()  # (deserialized)
                 files = spark.sparkContext._gateway.new_array(spark._jvm.org.apache.spark.api.java.JavaRDD, self.parts)
                 for j, file in enumerate(self.files):
                     files[j] = spark._jvm.sse.ArrowFrontier.readRows(jsc, str(file), self.leaf_schema.json())
@@ -538,10 +548,20 @@ class HeldExpansion:
         """The held plan's job, in at most ``tasks`` tasks, collected as Arrow."""
         rdd, schema, parts = self._plans[annotate]
         if tasks == 1 and self.layout == "by part" and parts > 1:
-            rdd = self._first_part(annotate)  # every state is in the first file
+            key = (annotate, "first")  # every state is in the first file
         elif tasks is not None and tasks < parts:
-            rdd = rdd.toJavaRDD().coalesce(tasks).rdd()
-        return rows_frame(self.spark, rdd, schema).toArrow()
+            key = (annotate, tasks)
+        else:
+            key = (annotate, None)
+        if key not in self._frames:
+            # Made once and run again: the plan's RDD is read anew by each job (a small level's
+            # DataFrame, planned afresh, cost 5 to 10 ms of Py4J calls).
+            if key[1] == "first":
+                rdd = partitions_of(self.spark, rdd, [0])  # (every action over the first file)
+            elif key[1] is not None:
+                rdd = rdd.toJavaRDD().coalesce(tasks).rdd()
+            self._frames[key] = rows_frame(self.spark, rdd, schema)
+        return self._frames[key].toArrow()
 
     def _by_part(self, union: DataFrame) -> DataFrame:
         """``union`` in ``parts`` partitions, the j-th every action's successors of the j-th part of
@@ -591,20 +611,11 @@ class HeldExpansion:
         """The held plan's job over the files just written: the leaf points at a fresh RDD over
         them (a new RDD a level, so that nothing cached from the level before is read), kept as
         row objects while the job runs, so that the actions' branches decode each file once."""
-        target = partitions_of(self.spark, self._files_rdd, list(range(self.parts)))
-        target.persist(self.spark._jvm.org.apache.spark.storage.StorageLevel.MEMORY_AND_DISK())  # (deserialized)
+        target = self._switch.retarget(self._files_rdd, self._storage)
         try:
-            self._switch.setTarget(target)
             return self._job(annotate, tasks)
         finally:
             target.unpersist(False)
-
-    def _first_part(self, annotate: bool):
-        """The held plan's RDD cut to its first partition (every action over the first file), made
-        once per plan."""
-        if annotate not in self._first:
-            self._first[annotate] = partitions_of(self.spark, self._plans[annotate][0], [0])
-        return self._first[annotate]
 
     def cache_rdd_id(self) -> int | None:
         return int(self._cache_rdd.id()) if self._cache_rdd is not None else None
@@ -624,7 +635,8 @@ class HeldExpansion:
                 self.spark.catalog.dropTempView(self.view)
             except Exception:  # the session may be gone; nothing of the run depends on it
                 pass
-        self._plans, self._first, self._cache_rdd = {}, {}, None
+        self._plans, self._frames, self._cache_rdd = {}, {}, None
+        self._empty.clear()
         self._switch = self._files_rdd = self._union = None
         shutil.rmtree(self.folder, ignore_errors=True)
         try:

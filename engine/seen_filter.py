@@ -32,6 +32,9 @@ from . import jvm_ext
 __all__ = ["SEEN", "SeenFilter"]
 
 SEEN = "_seen"
+# Up to this many fingerprints are sent to the JVM in the Py4J call (16 bytes each); more go
+# through a file.
+BYTES_MAX = 1 << 15
 
 
 class SeenFilter:
@@ -43,9 +46,13 @@ class SeenFilter:
         self.on = (os.environ.get("SSE_SEEN_FILTER", "1") != "0"
                    and spark.sparkContext.master.startswith("local") and jvm_ext.has_class(spark, "SeenSet"))
         self.count = 0  # fingerprints in the JVM's set
+        self._class = self._add_bytes = None
 
     def _jvm(self):
-        return self.spark._jvm.sse.SeenSet
+        # (Held: finding a class through Py4J's package views costs a round trip a name part.)
+        if self._class is None:
+            self._class = self.spark._jvm.sse.SeenSet
+        return self._class
 
     def add(self, fps: pa.Table) -> None:
         """Add the fingerprints ``fps`` (columns ``_fp``, ``_fp2``) to the JVM's set."""
@@ -54,6 +61,11 @@ class SeenFilter:
         pairs = np.empty((fps.num_rows, 2), dtype="<i8")
         pairs[:, 0] = fps["_fp"].to_numpy()
         pairs[:, 1] = fps["_fp2"].to_numpy()
+        if fps.num_rows <= BYTES_MAX:  # a small level's: in the call itself
+            if self._add_bytes is None:
+                self._add_bytes = self._jvm().addBytes  # (Py4J looks a member up with a call of its own)
+            self.count = int(self._add_bytes(self.name, bytearray(pairs.tobytes())))
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".seen-", suffix=".bin")
         try:

@@ -118,6 +118,18 @@ public final class SeenSet extends Expression implements java.io.Serializable {
         return t.size();
     }
 
+    /** Adds the fingerprints in {@code pairs} (little-endian pairs of longs, a small level's, sent
+     * through Py4J rather than a file) to set {@code name}, creating it; returns the set's size. */
+    public static long addBytes(String name, byte[] pairs) {
+        if (pairs.length % 16 != 0) {
+            throw new IllegalArgumentException(pairs.length + " bytes, not pairs of longs");
+        }
+        Table t = SETS.computeIfAbsent(name, k -> new Table());
+        ByteBuffer buf = ByteBuffer.wrap(pairs).order(ByteOrder.LITTLE_ENDIAN);
+        while (buf.remaining() >= 16) t.add(buf.getLong(), buf.getLong());
+        return t.size();
+    }
+
     /** The size of set {@code name}, -1 when there is none. */
     public static long size(String name) {
         Table t = SETS.get(name);

@@ -4,9 +4,11 @@ import org.apache.spark.Dependency;
 import org.apache.spark.Partition;
 import org.apache.spark.SparkContext;
 import org.apache.spark.TaskContext;
+import org.apache.spark.rdd.PartitionPruningRDD;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.storage.StorageLevel;
 import scala.collection.immutable.Seq;
 import scala.reflect.ClassTag$;
 
@@ -49,6 +51,22 @@ public final class SwitchRows extends RDD<InternalRow> {
         target = rdd;
         targetParts = ps;
     }
+
+    /**
+     * Points this at a new RDD over {@code rows}' partitions, persisted at {@code level}, and returns
+     * it (the caller unpersists it after the job). A new RDD a job, so that nothing cached for an
+     * earlier job is read: the rows are read again, once each, and kept for this job's branches. One
+     * Py4J call instead of a dozen for a small level.
+     */
+    public RDD<InternalRow> retarget(RDD<InternalRow> rows, StorageLevel level) {
+        RDD<InternalRow> fresh = PartitionPruningRDD.create(rows, ALL);
+        fresh.persist(level);
+        setTarget(fresh);
+        return fresh;
+    }
+
+    private static final scala.Function1<Object, Object> ALL =
+            (scala.Function1<Object, Object> & java.io.Serializable) i -> Boolean.TRUE;
 
     public int numParts() {
         return parts;
