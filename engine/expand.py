@@ -19,12 +19,15 @@ from pyspark import StorageLevel
 
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
+from pyspark.errors.exceptions.captured import unwrap_spark_exception
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.serializers import ArrowCollectSerializer
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType, BooleanType, DataType, MapType, NullType, NumericType, StructField, StructType,
     LongType, IntegerType,
 )
+from pyspark.util import _load_from_socket
 
 from . import jvm_ext
 from .errors import ModelError
@@ -260,6 +263,28 @@ def rows_frame(spark: SparkSession, rdd, schema) -> DataFrame:
     return DataFrame(jsp.internalCreateDataFrame(rdd, jschema, False), spark)
 
 
+def arrow_schema_of(df: DataFrame) -> pa.Schema:
+    """The Arrow schema ``df.toArrow()`` gives ``df``'s rows (with Spark's default settings)."""
+    return to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC",
+                           prefers_large_types=False)
+
+
+def collect_arrow(df: DataFrame, schema: pa.Schema) -> pa.Table:
+    """``df.toArrow()`` for a DataFrame run again and again (a small level's job): the same transfer
+    (Spark's Arrow batches through a local socket), without looking up two session settings and
+    setting the job's call site each time, about ten Py4J calls (5 to 10 ms a small level, cold)."""
+    port, secret, server = df._jdf.collectAsArrowToPython()
+    try:
+        with _load_from_socket((port, secret), ArrowCollectSerializer()) as stream:
+            batches = list(stream)
+    finally:
+        with unwrap_spark_exception():
+            server.getResult()  # (the job's error, if it failed)
+    if not batches:
+        return schema.empty_table()
+    return pa.Table.from_batches(batches).cast(schema)
+
+
 def partitions_of(spark: SparkSession, rdd, numbers: list[int]):
     """The JVM RDD ``rdd`` cut to the partitions ``numbers`` (Spark's ``PartitionPruningRDD``, in
     their own order): its partition filter is a Scala set of partition numbers, a set being a
@@ -452,7 +477,7 @@ class HeldExpansion:
         self._files_rdd = None  # (switched) the files' rows, an RDD of a partition a file
         self._union = None  # (switched) the actions' union over the leaf
         self._plans: dict[bool, tuple] = {}
-        self._frames: dict[tuple, DataFrame] = {}  # the jobs' DataFrames, by plan and task count
+        self._frames: dict[tuple, tuple] = {}  # the jobs' DataFrames and Arrow schemas, by plan and task count
         self._empty: set[int] = set()  # the files known to hold no state
         self._storage = None  # (switched) how a job keeps the files' rows
         self._cache_rdd = None
@@ -560,8 +585,9 @@ class HeldExpansion:
                 rdd = partitions_of(self.spark, rdd, [0])  # (every action over the first file)
             elif key[1] is not None:
                 rdd = rdd.toJavaRDD().coalesce(tasks).rdd()
-            self._frames[key] = rows_frame(self.spark, rdd, schema)
-        return self._frames[key].toArrow()
+            df = rows_frame(self.spark, rdd, schema)
+            self._frames[key] = (df, arrow_schema_of(df))
+        return collect_arrow(*self._frames[key])
 
     def _by_part(self, union: DataFrame) -> DataFrame:
         """``union`` in ``parts`` partitions, the j-th every action's successors of the j-th part of

@@ -34,7 +34,7 @@ __all__ = ["SEEN", "SeenFilter"]
 SEEN = "_seen"
 # Up to this many fingerprints are sent to the JVM in the Py4J call (16 bytes each); more go
 # through a file.
-BYTES_MAX = 1 << 15
+BYTES_MAX = 1 << 12
 
 
 class SeenFilter:
