@@ -72,6 +72,15 @@ INTERPRET_BELOW = int(os.environ.get("SSE_INTERPRET_BELOW", "2000"))
 # while Spark's tasks ran. The next level waits for it before anything reads the store, and a level
 # whose columns show a violation is finished in line as before (SSE_PIPELINE=0: every level).
 PIPELINE = os.environ.get("SSE_PIPELINE", "1") != "0"
+# Small levels finished on the driver are validated together (PIPELINE): one Great Expectations run
+# over the new states of consecutive levels, then each level written and committed in order. A run
+# of the suite costs 40 to 80 ms of Python whatever its rows (8 invariants over 200 states: 36 ms
+# warm), on the two cores the level's job and the JIT compilers need. The levels are held until
+# they hold VALIDATE_BATCH_ROWS new states or VALIDATE_BATCH_LEVELS levels, and before anything
+# reads the store or commits a level of its own (``_settle``). SSE_VALIDATE_BATCH=0: each level alone.
+VALIDATE_BATCH = os.environ.get("SSE_VALIDATE_BATCH", "1") != "0"
+VALIDATE_BATCH_ROWS = 10_000
+VALIDATE_BATCH_LEVELS = 8
 # Set by engine.server when a command's client has gone: the search stops at the next level (the
 # server also cancels the Spark jobs running then), as after Ctrl-C, and resumes from its last
 # committed level when started again.
@@ -295,6 +304,7 @@ class _Search:
         # The last level's write, validation and commit, running while the next level's actions run.
         self._persisting: Future | None = None
         self._persister: ThreadPoolExecutor | None = None
+        self._batch: list[tuple[LevelFigures, pa.Table, pa.Table]] = []  # validated together, not yet
 
     def close(self) -> None:
         self._settle(quiet=True)
@@ -464,7 +474,15 @@ class _Search:
         return res
 
     def _settle(self, quiet: bool = False) -> None:
-        """Wait for the last level's write, validation and commit (PIPELINE); its error is raised."""
+        """Commit every level recorded (PIPELINE): wait for the last write, validation and commit, and
+        validate, write and commit the levels held for a batch; their error is raised."""
+        self._wait_persisting(quiet)
+        if self._batch:
+            self._submit_batch()
+            self._wait_persisting(quiet)
+
+    def _wait_persisting(self, quiet: bool = False) -> None:
+        """Wait for the write, validation and commit in flight, if any; its error is raised."""
         pending, self._persisting = self._persisting, None
         if pending is None:
             return
@@ -474,6 +492,17 @@ class _Search:
             if not quiet:
                 raise
             print(f"engine: committing the last level failed too: {exc!r}", file=sys.stderr)
+
+    def _submit(self, task: Callable[..., None], *args) -> None:
+        """Run ``task(*args)`` on the persisting thread, after what it runs now."""
+        self._wait_persisting()
+        if self._persister is None:
+            self._persister = ThreadPoolExecutor(1, thread_name_prefix="sse-commit")
+        self._persisting = self._persister.submit(task, *args)
+
+    def _submit_batch(self) -> None:
+        batch, self._batch = self._batch, []
+        self._submit(self._persist_batch, batch)
 
     def _run(self, resume_from: int, totals: tuple[int, int]) -> dict[str, Any]:
         distinct_total, generated_total = totals
@@ -698,7 +727,7 @@ class _Search:
         succ = self._expand_arrow(depth, n_frontier, inline)
         self.timer.mark("expand")
         if self._persisting is not None:
-            self._settle()  # the level before committed: the store may be read from here on
+            self._wait_persisting()  # (its error, if it failed, before this level goes on)
             self.timer.mark("settle")
         n_gen = succ.num_rows
         if n_gen:
@@ -934,6 +963,7 @@ class _Search:
             # job starts (the driver alone plans; the cores were idle for those 3 to 4 s a level).
             return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, None,
                                       per_action, None, write=lambda: self.write_level(cand, depth), fps=fps)
+        self._settle()  # (the levels before committed first)
         if n_new:
             self.write_level(cand, depth)
         self.timer.mark("write")
@@ -971,6 +1001,7 @@ class _Search:
         if self._deadlock_first(deadlocked, violation):
             return self._deadlock(deadlocked, depth, distinct_total, generated_total + n_gen)
         stored = new.filter(in_model)
+        self._settle()  # (the levels before committed first)
         if n_new:
             self.store.write_level(depth, stored)
         self.timer.mark("write")
@@ -1011,6 +1042,18 @@ class _Search:
             self.seen_fps.add(fps)
             self.seen_filter.add(fps)
 
+    def _persist_batch(self, batch: list[tuple[LevelFigures, pa.Table, pa.Table]]) -> None:
+        """``_persist`` for consecutive levels finished on the driver (VALIDATE_BATCH): their new
+        states validated in one run of the suite, then each level written and committed in order."""
+        columns = [InvariantSuite.column(n) for n in self.suite.names]
+        report = self.suite.validate_arrow(pa.concat_tables([v.select(columns) for _, _, v in batch]))
+        if not report.success:  # their invariant columns all held: the suite cannot fail them
+            raise RuntimeError(f"the invariant suite failed {report.failed} at depths "
+                               f"{batch[0][0].depth}..{batch[-1][0].depth}, whose invariant columns all held "
+                               "(run with SSE_PIPELINE=0 and report it)")
+        for fig, stored, _ in batch:
+            self._persist(fig, stored, None, None)
+
     @staticmethod
     def _deadlock_first(deadlocked: dict | None, violation: tuple[dict, str] | None) -> bool:
         # TLC meets the deadlocked parent before a violating successor of a later parent.
@@ -1040,12 +1083,16 @@ class _Search:
             # Before the level is handed to the persisting thread, whose Python work would slow the
             # calls into the JVM; from the store (below) once it is written.
             self._add_seen(fig, fps if fps is not None else stored)
-        if pipelined:
+        if pipelined and VALIDATE_BATCH and write is None and validate.num_rows < VALIDATE_BATCH_ROWS:
+            self._batch.append((fig, stored, validate))
+            if (sum(v.num_rows for _, _, v in self._batch) >= VALIDATE_BATCH_ROWS
+                    or len(self._batch) >= VALIDATE_BATCH_LEVELS):
+                self._submit_batch()
+        elif pipelined:
             self._settle()
-            if self._persister is None:
-                self._persister = ThreadPoolExecutor(1, thread_name_prefix="sse-commit")
-            self._persisting = self._persister.submit(self._persist, fig, stored, validate, write)
+            self._submit(self._persist, fig, stored, validate, write)
         elif n_new or violation:
+            self._settle()
             self.store.commit_level(fig)
         self.held = (depth, stored) if stored is not None and n_new and not violation else None
         if n_new and not violation:

@@ -574,8 +574,11 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
     """A level validated, written and committed while the next one runs (checker.PIPELINE) leaves the
     same states, levels and Delta history as one finished in line, and its progress line follows
     its commit: levels finished on the driver, and levels Spark finishes (whose Parquet is written
-    while the next level is planned)."""
+    while the next level is planned). Small levels finished on the driver are validated in batches
+    of consecutive levels (checker.VALIDATE_BATCH: one run of the suite a batch), each then written
+    and committed in order, and all of them before a level that Spark finishes reads the store."""
     import engine.checker as checker
+    from engine.invariants import InvariantSuite
     want = bfs({1, 2}, 9, deadlock=False)
     stored = {}
     if spark_levels:
@@ -588,6 +591,22 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
         return real_persist(self, fig, stored_, validate, write)
 
     monkeypatch.setattr(checker._Search, "_persist", persist)
+    batches, suite_runs = [], []
+    real_batch = checker._Search._persist_batch
+
+    def persist_batch(self, batch):
+        batches.append([fig.depth for fig, _, _ in batch])
+        return real_batch(self, batch)
+
+    monkeypatch.setattr(checker._Search, "_persist_batch", persist_batch)
+    real_validate = InvariantSuite.validate_arrow
+
+    def validate_arrow(self, table):
+        suite_runs.append(table.num_rows)
+        return real_validate(self, table)
+
+    monkeypatch.setattr(InvariantSuite, "validate_arrow", validate_arrow)
+    monkeypatch.setattr(checker, "VALIDATE_BATCH_LEVELS", 4)
     # Spark levels: the first reads its frontier from the store, the others the level before's kept
     # states, all through the union planned once (engine.expand.HeldRows).
     calls = []
@@ -603,11 +622,12 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
         return real_level(self, *args)
 
     monkeypatch.setattr(checker._Search, "_spark_level", spark_level)
-    for pipeline in (True, False):
+    for pipeline, batched in ((True, True), (True, False), (False, False)):
         monkeypatch.setattr(checker, "PIPELINE", pipeline)
-        persisted.clear()
-        calls.clear()
-        code, res, err = check(capsys, tmp_path / str(pipeline), "--config", "no_deadlock", "--set", "Steps=1,2",
+        monkeypatch.setattr(checker, "VALIDATE_BATCH", batched)
+        for spied in (persisted, calls, batches, suite_runs):
+            spied.clear()
+        code, res, err = check(capsys, tmp_path / f"{pipeline}{batched}", "--config", "no_deadlock", "--set", "Steps=1,2",
                                "--set", "Max=9")
         assert code == 0, err
         if spark_levels:
@@ -623,16 +643,27 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
             (want["distinct"], want["generated"], want["depth"])
         states = DeltaTable(res["tables"]["states"])
         levels = DeltaTable(res["tables"]["levels"]).to_pyarrow_table().to_pylist()
+        if batched:  # the driver's levels, consecutive, in order, at most 4 a batch, one run of the suite each
+            assert [d for b in batches for d in b] == ([1] if spark_levels else list(range(1, want["depth"] + 1)))
+            assert all(b == list(range(b[0], b[0] + len(b))) and len(b) <= 4 for b in batches)
+            new_at = {r["depth"]: r["new_states"] for r in levels}
+            runs = [sum(new_at[d] for d in b) for b in batches]
+            if spark_levels:  # (Spark's levels validate their own states after it)
+                assert suite_runs[:1] == runs == [new_at[1]]
+            else:  # and the last level's, in line: it found no new state
+                assert sorted(suite_runs) == sorted([*runs, 0]) and len(runs) < want["depth"]
+        else:
+            assert batches == []
         progress = [int(line.split(")")[0][len("Progress("):]) for line in err.splitlines()
                     if line.startswith("Progress(")]
         # one line a level, in order (the last expanded level, which found nothing new, too)
         assert progress == list(range(1, len(progress) + 1)) and len(progress) >= want["depth"]
-        stored[pipeline] = (
+        stored[(pipeline, batched)] = (
             sorted(tuple(r.values()) for r in states.to_pyarrow_table(columns=["x", "_depth", "_ord", "_fp", "_fp2"])
                    .to_pylist()),
             sorted((r["depth"], r["generated"], r["new_states"], r["distinct_total"]) for r in levels),
             [h["operation"] for h in states.history()],
             progress,
         )
-    assert stored[True] == stored[False]
-    assert len(stored[True][0]) == want["distinct"] and len(stored[True][1]) == want["depth"]
+    assert stored[(True, True)] == stored[(True, False)] == stored[(False, False)]
+    assert len(stored[(True, True)][0]) == want["distinct"] and len(stored[(True, True)][1]) == want["depth"]
