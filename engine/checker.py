@@ -213,6 +213,7 @@ class _Timer:
 
 
 _CODEGEN_CONFS = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+FACTORY_MODE = "spark.sql.codegen.factoryMode"
 
 
 @contextmanager
@@ -298,6 +299,7 @@ class _Search:
         # Spark levels over a kept frontier run the union planned once per run too (HOLD_SPARK):
         # (parts, the frontier's schema, seen filter on) -> the held plan, None where it cannot be.
         self.held_rows: dict[tuple, HeldRows | None] = {}
+        self._factory_mode: str | None | bool = False  # the session's FACTORY_MODE, once read
         self.hold_spark = (HOLD_SPARK and fixed_plan and not self.dedupe_raw_first
                            and jvm_ext.has_class(spark, "SwitchRows"))
         self.full_row_bytes: float | None = None  # a new state's bytes as Arrow, none blanked
@@ -793,10 +795,10 @@ class _Search:
                 if switched:  # (the columns a kept level's states begin with: every stored state is in the model)
                     leaf = (table.append_column("_parent_ord", pa.nulls(table.num_rows, pa.int64()))
                             .append_column("_in_model", pa.array(np.ones(table.num_rows, dtype=bool))))
-                # (The plan is made: no setting of the session's changes the code it runs.) A handful
-                # of states: one task (the plan's tasks each deserialize it, and wait for the one that
-                # parses the frontier).
-                succ = self.held_union.successors(leaf, annotate, 1 if small else None)
+                # A handful of states: one task (the plan's tasks each deserialize it, and wait for the
+                # one that parses the frontier).
+                with self._projections_interpreted(small):
+                    succ = self.held_union.successors(leaf, annotate, 1 if small else None)
             except (PySparkException, Py4JError, HeldPlanUnavailable) as exc:
                 if isinstance(exc, PySparkException) and self.cm.locate_error(exc):
                     raise  # the model's SQL failed: planning it again would fail the same way
@@ -813,6 +815,27 @@ class _Search:
             frontier = self._arrow_frontier(table.select(narrow))
             successors = self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2"))
             return self._finish_expansion(successors, annotate).toArrow()
+
+    @contextmanager
+    def _projections_interpreted(self, on: bool) -> Iterator[None]:
+        """Jobs run in the block evaluate interpreted the projections Spark makes inside each task
+        (for operators outside whole-stage code, such as a projection with a lambda Spark does not
+        generate code for). A held plan's own code is made already; but each task generated those
+        projections' Java source anew (a cache hit then), which was 30 % of a small level's task
+        time on a cold run (Flight Recorder at 1 ms). One setting changed and restored: two calls."""
+        if not on:
+            yield
+            return
+        if self._factory_mode is False:
+            self._factory_mode = self.spark.conf.get(FACTORY_MODE, None)
+        self.spark.conf.set(FACTORY_MODE, "NO_CODEGEN")
+        try:
+            yield
+        finally:
+            if self._factory_mode is None:
+                self.spark.conf.unset(FACTORY_MODE)
+            else:
+                self.spark.conf.set(FACTORY_MODE, self._factory_mode)
 
     def _finish_expansion(self, successors: DataFrame, annotate: bool, coalesce: bool = True) -> DataFrame:
         """The union's successors (coalesced into EXPANSION_TASKS_PER_CORE tasks a core unless not

@@ -446,6 +446,39 @@ def test_interpreted_block_restores_the_session(spark):
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
 
 
+@pytest.mark.parametrize("session_mode", [None, "FALLBACK"], ids=["unset", "set"])
+def test_small_levels_build_task_projections_interpreted(capsys, tmp_path, monkeypatch, spark, session_mode):
+    """A small level's job (one task) runs with the projections Spark makes inside tasks interpreted
+    (checker.FACTORY_MODE): the held plan's code is made, but each task generated those projections'
+    source anew. Larger levels' jobs keep the session's setting, and the search gives it back
+    (unset, or as the session had it), with the reference search's states."""
+    import engine.checker as checker
+    want = bfs({1, 2}, 9, deadlock=False)
+    modes = []
+    real = checker.HeldExpansion.successors
+
+    def successors(self, frontier, annotate, tasks=None):
+        modes.append((tasks, spark.conf.get(checker.FACTORY_MODE, None)))
+        return real(self, frontier, annotate, tasks)
+
+    monkeypatch.setattr(checker.HeldExpansion, "successors", successors)
+    monkeypatch.setattr(checker, "INTERPRET_BELOW", 60)  # levels of up to 60 successors are small
+    if session_mode is None:
+        spark.conf.unset(checker.FACTORY_MODE)
+    else:
+        spark.conf.set(checker.FACTORY_MODE, session_mode)
+    try:
+        code, res, err = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=9")
+        assert code == 0, err
+        assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+            (want["distinct"], want["generated"], want["depth"])
+        assert {tasks for tasks, _ in modes} == {1, None}  # small levels and larger ones
+        assert all(mode == ("NO_CODEGEN" if tasks == 1 else session_mode) for tasks, mode in modes)
+        assert spark.conf.get(checker.FACTORY_MODE, None) == session_mode
+    finally:
+        spark.conf.unset(checker.FACTORY_MODE)
+
+
 def test_a_kept_level_is_planned_afresh(spark):
     """A level finished by Spark keeps its checkpointed new states as the next frontier. A checkpoint's
     plan remembers the query that made it (its constraints, statistics, and through them the level
