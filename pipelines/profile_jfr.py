@@ -2,6 +2,7 @@
 
     python pipelines/profile_jfr.py MODEL [--config C] [--set CONST=VALUE ...] [--no-deadlock]
                                     [--models DIR] [--top 15] [--keep FILE.jfr] [--jit]
+                                    [--period MS] [--from SECONDS]
 
 The check runs as ``python -m engine check`` in a JVM of its own, fresh, in a temporary warehouse,
 with Java Flight Recorder on (``-XX:StartFlightRecording``, the ``profile`` settings: a stack of
@@ -9,7 +10,9 @@ every running Java thread every 10 to 20 ms, taken without stopping the JVM, unl
 ``jfr print`` reads the recording and this prints: the samples by thread (Spark's task threads,
 the driver's, the rest), the share of the task threads' samples in which each kind of work is on
 the stack (``profile_stacks.KINDS``: the fingerprint, the actions' generator, Arrow, Parquet, ...),
-and the most frequent innermost frames. The JIT compilers and the collector are native threads
+and the most frequent innermost frames. ``--period 1`` samples every millisecond instead (what a level
+of a handful of states does, 0.1 s, in its tasks), and ``--from S`` sums only the samples taken S
+seconds or more after the first (past Spark's start-up and the first levels). The JIT compilers and the collector are native threads
 Flight Recorder does not sample; ``pipelines/benchmark.py`` reports their CPU ("cpu by thread").
 
 ``--jit`` records what those compilers did instead (no stack samples): every compilation, however
@@ -49,8 +52,9 @@ def jfr_tool() -> str:
     return str(found)
 
 
-def samples(recording: Path, depth: int = STACK_DEPTH) -> list[tuple[str, list[str]]]:
-    """(thread name, frames innermost first as ``package.Class.method``) of every execution sample.
+def samples(recording: Path, depth: int = STACK_DEPTH, since: float = 0.0) -> list[tuple[str, list[str]]]:
+    """(thread name, frames innermost first as ``package.Class.method``) of every execution sample
+    (``since``: of those taken that many seconds or more after the first).
 
     ``jfr print`` keeps 5 frames of a stack unless told otherwise; with 5, a task's sample seldom
     shows what it runs for (bk_v413_rrf: a fifth of the task samples were ObjectInputStream's frames
@@ -58,17 +62,21 @@ def samples(recording: Path, depth: int = STACK_DEPTH) -> list[tuple[str, list[s
     frames a sample, bk_v413_rrf's recording printed 4.4 GB)."""
     proc = subprocess.Popen([jfr_tool(), "print", "--stack-depth", str(depth), "--events", "jdk.ExecutionSample",
                              str(recording)], stdout=subprocess.PIPE, text=True)
-    found, thread, frames = [], "?", None
+    found, thread, frames, first, at = [], "?", None, None, 0.0
     assert proc.stdout is not None
     for line in proc.stdout:
         s = line.strip()
-        if s.startswith("sampledThread = "):
+        if s.startswith("startTime = "):
+            h, m, sec = s.split()[2].split(":")
+            at = int(h) * 3600 + int(m) * 60 + float(sec)
+            first = at if first is None else first
+        elif s.startswith("sampledThread = "):
             thread = s.split('"')[1] if '"' in s else "?"
         elif s == "stackTrace = [":
             frames = []
         elif frames is not None:
             if s == "]":
-                if frames:
+                if frames and (at - first) % 86400 >= since:  # (a recording across midnight)
                     found.append((thread, frames))
                 frames = None
             elif s != "...":
@@ -182,6 +190,21 @@ def jit_settings(folder: Path) -> Path:
     return out
 
 
+def sampling_settings(folder: Path, period_ms: int) -> Path:
+    """The JDK's ``profile`` recording settings with Java stacks sampled every ``period_ms``."""
+    base = jdk_tool("java")
+    jfc = (base.resolve().parent.parent if base else Path(os.environ.get("JAVA_HOME", "/"))) / "lib" / "jfr" / "profile.jfc"
+    if not jfc.is_file():
+        raise SystemExit(f"no Flight Recorder settings at {jfc}")
+    text, n = re.subn(r'(<setting name="period" control="method-sampling-java-interval">)[^<]*',
+                      rf"\g<1>{period_ms} ms", jfc.read_text())
+    if n != 1:
+        raise SystemExit(f"{jfc}: no Java sampling period in the expected form; cannot sample every {period_ms} ms")
+    out = folder / "sampling.jfc"
+    out.write_text(text)
+    return out
+
+
 def thread_group(name: str) -> str:
     if name.startswith(TASK_THREAD):
         return "Spark tasks"
@@ -208,7 +231,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--keep", type=Path, default=None, help="keep the recording in this file")
     p.add_argument("--jit", action="store_true", help="record the JIT compilers' work, not stack samples")
+    p.add_argument("--period", type=int, default=None, metavar="MS",
+                   help="sample the Java stacks every MS milliseconds (default: the profile settings', 10 to 20)")
+    p.add_argument("--from", dest="since", type=float, default=0.0, metavar="SECONDS",
+                   help="sum only the samples taken this long after the first")
     args = p.parse_args(argv)
+    if args.period is not None and args.period < 1:
+        p.error(f"--period {args.period}: at least 1 ms")
 
     with tempfile.TemporaryDirectory(prefix="sse-jfr-") as tmp:
         recording = args.keep.resolve() if args.keep else Path(tmp) / "run.jfr"
@@ -219,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["--set", s]
         cmd += ["--no-deadlock"] if args.no_deadlock else []
         options = os.environ.get("SSE_JAVA_OPTIONS", JAVA_OPTIONS)
-        settings = jit_settings(Path(tmp)) if args.jit else "profile"
+        settings = (jit_settings(Path(tmp)) if args.jit
+                    else sampling_settings(Path(tmp), args.period) if args.period else "profile")
         env = {**os.environ, "PYTHONPATH": str(ROOT),
                # (the recorder's start-up message to stderr: stdout is the check's JSON)
                "SSE_JAVA_OPTIONS": f"{options} -Xlog:jfr*=warning:stderr -XX:StartFlightRecording=filename={recording},"
@@ -231,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(done.stdout.strip().splitlines()[-1])
         print(f"{args.model}: {result['result']}, {result['distinct_states']:,} distinct, "
               f"{result['states_generated']:,} generated, depth {result['depth']}, {result['seconds']:.1f} s")
-        print(jit_report(*jit_events(recording), args.top) if args.jit else report(samples(recording), args.top))
+        print(jit_report(*jit_events(recording), args.top) if args.jit else report(samples(recording, since=args.since), args.top))
     return 0
 
 

@@ -2,6 +2,7 @@
 import importlib.util
 import os
 
+import pytest
 from deltalake import DeltaTable
 
 from conftest import ROOT
@@ -200,6 +201,37 @@ def test_profile_jfr_sums_a_check_s_flight_recording(tmp_path, capsys):
     tasks = [frames for t, frames in found if t.startswith(jfr.TASK_THREAD)]
     assert max(len(f) for f in tasks) > 5
     assert any(f[-1] == "java.lang.Thread.run" and any("Executor$TaskRunner.run" in x for x in f) for f in tasks)
+    # --from: the samples taken later than that (the first seconds are Spark's start-up), none after the end
+    later = jfr.samples(kept, since=3.0)
+    assert 0 < len(later) < len(found) and jfr.samples(kept, since=3600.0) == []
+    # --period: the JDK's profile settings with Java stacks sampled that often
+    jfc = jfr.sampling_settings(tmp_path, 1).read_text()
+    assert '<setting name="period" control="method-sampling-java-interval">1 ms</setting>' in jfc
+    with pytest.raises(SystemExit) as exc:
+        jfr.main(["counter", "--period", "0"])
+    assert exc.value.code == 2 and "--period 0: at least 1 ms" in capsys.readouterr().err
+
+
+def test_profile_driver_counts_a_small_level_s_calls_into_the_jvm():
+    """The test counter's levels 3 to 6 profiled on the driver: the run's result, the levels' time,
+    and its Py4J round trips a level, few (65 a small level of ledger chaining before 2026-11-26
+    afternoon); a bad range of levels is refused."""
+    import subprocess
+    import sys
+    from conftest import TEST_MODELS
+    script = str(ROOT / "pipelines" / "profile_driver.py")
+    res = subprocess.run([sys.executable, script, "counter", "--models", str(TEST_MODELS), "--config", "no_deadlock",
+                          "--set", "Steps=1,2", "--set", "Max=9", "--levels", "3-6"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "counter: ok, 143 distinct" in res.stdout and "depth 10" in res.stdout  # F(12) - 1 states
+    assert "levels [3, 4, 5, 6] on the driver: " in res.stdout
+    per_level = float(res.stdout.split("Py4J round trips: ")[1].split(" a level")[0])
+    assert 1 <= per_level <= 25, res.stdout
+    assert "collect_arrow" in res.stdout and "the main thread (cProfile, wall time):" in res.stdout
+    res = subprocess.run([sys.executable, script, "counter", "--levels", "9-3"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 2 and "'9-3': expected depths from 1 up" in res.stderr
 
 
 def test_fingerprint_cost_times_both_schemes_over_a_run_s_states(counter_ok, spark, capsys):
