@@ -299,7 +299,8 @@ class _Search:
         # Spark levels over a kept frontier run the union planned once per run too (HOLD_SPARK):
         # (parts, the frontier's schema, seen filter on) -> the held plan, None where it cannot be.
         self.held_rows: dict[tuple, HeldRows | None] = {}
-        self._factory_mode: str | None | bool = False  # the session's FACTORY_MODE, once read
+        self._factory_mode: str | None = None  # the session's FACTORY_MODE (None: unset), once read
+        self._factory_mode_read = False
         self.hold_spark = (HOLD_SPARK and fixed_plan and not self.dedupe_raw_first
                            and jvm_ext.has_class(spark, "SwitchRows"))
         self.full_row_bytes: float | None = None  # a new state's bytes as Arrow, none blanked
@@ -826,8 +827,8 @@ class _Search:
         if not on:
             yield
             return
-        if self._factory_mode is False:
-            self._factory_mode = self.spark.conf.get(FACTORY_MODE, None)
+        if not self._factory_mode_read:
+            self._factory_mode, self._factory_mode_read = self.spark.conf.get(FACTORY_MODE, None), True
         self.spark.conf.set(FACTORY_MODE, "NO_CODEGEN")
         try:
             yield
