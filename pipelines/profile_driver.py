@@ -27,10 +27,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "pipelines"))
 
 from engine import checker  # noqa: E402
 from engine.model import load_model, resolve_run  # noqa: E402
 from engine.session import get_spark  # noqa: E402
+from profile_jfr import check_arguments  # noqa: E402
 
 
 def parse_levels(text: str) -> tuple[int, int]:
@@ -119,14 +121,9 @@ class DriverProfile:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("model")
-    p.add_argument("--config", default=None)
-    p.add_argument("--set", action="append", default=[], metavar="CONST=VALUE")
-    p.add_argument("--no-deadlock", action="store_true")
-    p.add_argument("--models", type=Path, default=None, help="a folder with schemas/ and actions_sql/")
+    check_arguments(p)
     p.add_argument("--levels", type=parse_levels, default=(3, 9), metavar="FIRST-LAST",
                    help="the depths whose expansion is profiled (default 3-9)")
-    p.add_argument("--top", type=int, default=15)
     args = p.parse_args(argv)
     spec = resolve_run(load_model(args.model, args.models), args.config, args.set, None,
                        False if args.no_deadlock else None)

@@ -221,14 +221,20 @@ def report(found: list[tuple[str, list[str]]], top: int) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def check_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments naming the check a profile runs, and how many lines to print (also
+    pipelines/profile_driver.py's)."""
     p.add_argument("model")
     p.add_argument("--config", default=None)
     p.add_argument("--set", action="append", default=[], metavar="CONST=VALUE")
     p.add_argument("--no-deadlock", action="store_true")
     p.add_argument("--models", type=Path, default=None, help="a folder with schemas/ and actions_sql/")
     p.add_argument("--top", type=int, default=15)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    check_arguments(p)
     p.add_argument("--keep", type=Path, default=None, help="keep the recording in this file")
     p.add_argument("--jit", action="store_true", help="record the JIT compilers' work, not stack samples")
     p.add_argument("--period", type=int, default=None, metavar="MS",
