@@ -212,8 +212,16 @@ class _Timer:
         self.last = time.time()
 
 
-_CODEGEN_CONFS = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-FACTORY_MODE = "spark.sql.codegen.factoryMode"
+FACTORY_MODE = "spark.sql.codegen.factoryMode"  # how expressions outside whole-stage code are evaluated
+_CODEGEN_CONFS = {"spark.sql.codegen.wholeStage": "false", FACTORY_MODE: "NO_CODEGEN"}
+
+
+def _restore_conf(spark: SparkSession, key: str, value: str | None) -> None:
+    """Give the session's setting ``key`` back its ``value`` (None: it was unset)."""
+    if value is None:
+        spark.conf.unset(key)
+    else:
+        spark.conf.set(key, value)
 
 
 @contextmanager
@@ -230,10 +238,7 @@ def interpreted(spark: SparkSession, on: bool = True) -> Iterator[None]:
         yield
     finally:
         for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+            _restore_conf(spark, k, v)
 
 
 class _Search:
@@ -829,14 +834,11 @@ class _Search:
             return
         if not self._factory_mode_read:
             self._factory_mode, self._factory_mode_read = self.spark.conf.get(FACTORY_MODE, None), True
-        self.spark.conf.set(FACTORY_MODE, "NO_CODEGEN")
+        self.spark.conf.set(FACTORY_MODE, _CODEGEN_CONFS[FACTORY_MODE])
         try:
             yield
         finally:
-            if self._factory_mode is None:
-                self.spark.conf.unset(FACTORY_MODE)
-            else:
-                self.spark.conf.set(FACTORY_MODE, self._factory_mode)
+            _restore_conf(self.spark, FACTORY_MODE, self._factory_mode)
 
     def _finish_expansion(self, successors: DataFrame, annotate: bool, coalesce: bool = True) -> DataFrame:
         """The union's successors (coalesced into EXPANSION_TASKS_PER_CORE tasks a core unless not

@@ -27,6 +27,10 @@ import scala.reflect.ClassTag$;
 public final class SwitchRows extends RDD<InternalRow> {
     private static final long serialVersionUID = 1L;
 
+    /** Every partition ({@link #retarget}'s filter). */
+    private static final scala.Function1<Object, Object> ALL =
+            (scala.Function1<Object, Object> & java.io.Serializable) i -> Boolean.TRUE;
+
     private final int parts;
     private RDD<InternalRow> target;
     private Partition[] targetParts;
@@ -64,9 +68,6 @@ public final class SwitchRows extends RDD<InternalRow> {
         setTarget(fresh);
         return fresh;
     }
-
-    private static final scala.Function1<Object, Object> ALL =
-            (scala.Function1<Object, Object> & java.io.Serializable) i -> Boolean.TRUE;
 
     public int numParts() {
         return parts;
