@@ -128,6 +128,35 @@ def test_event_log_balance_measures_idle_cores_and_a_lone_task(tmp_path):
                      "alone_s": 4.0, "max_task_s": 10.0}]
 
 
+def test_event_log_balance_measures_the_time_no_job_runs(tmp_path, capsys):
+    """--gaps: the time from the first job's start to the last one's end with no job running (jobs
+    that overlap count once), and each stretch of at least the given seconds with the call sites of
+    the jobs around it."""
+    import json
+    balance = _load("event_log_balance")
+
+    def job(jid, start, end, site):
+        return [{"Event": "SparkListenerJobStart", "Job ID": jid, "Submission Time": start, "Stage IDs": [jid],
+                 "Properties": {"callSite.short": site}},
+                {"Event": "SparkListenerJobEnd", "Job ID": jid, "Completion Time": end}]
+    # 0-2 s a; 1-5 s b (overlaps a); 6.5-7 s c; 7.1-8 s d; 10-11 s e (and a job never ended)
+    events = (job(0, 1000, 3000, "a") + job(1, 2000, 6000, "b") + job(2, 7500, 8000, "c")
+              + job(3, 8100, 9000, "d") + job(4, 11000, 12000, "e")
+              + [{"Event": "SparkListenerJobStart", "Job ID": 5, "Submission Time": 12500, "Stage IDs": []}])
+    folder = tmp_path / "app-1"
+    folder.mkdir()
+    (folder / "events_1_app-1").write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    found = balance.idle(balance.events_file(tmp_path), min_gap=1.0)
+    assert found["span_s"] == 11.0 and found["stretches"] == 3
+    assert abs(found["idle_s"] - 3.6) < 1e-9
+    assert found["gaps"] == [{"at_s": 5.0, "gap_s": 1.5, "after": "b", "before": "c"},
+                             {"at_s": 8.0, "gap_s": 2.0, "after": "d", "before": "e"}]
+    assert balance.main([str(tmp_path), "--gaps", "1.5"]) == 0
+    out = capsys.readouterr().out
+    assert "no job running: 3.6 s in 3 stretches, 2 of at least 1.5 s:" in out
+    assert "after [d]  before [e]" in out
+
+
 def test_sse_event_log_writes_spark_s_event_log_for_a_check(tmp_path):
     import subprocess
     import sys
