@@ -21,6 +21,7 @@ import collections
 import json
 import sys
 from pathlib import Path
+from typing import Iterator
 
 
 def events_file(folder: Path) -> Path:
@@ -30,28 +31,33 @@ def events_file(folder: Path) -> Path:
     return found[-1]
 
 
+def events(path: Path) -> Iterator[dict]:
+    """The event log's events, each a dict with its ``Event`` name."""
+    with open(path, errors="replace") as f:
+        for line in f:
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue  # a line cut off by a run that was stopped
+
+
 def balance(path: Path, cores: int = 2, min_wall: float = 1.0) -> list[dict]:
     """One dict per job of at least ``min_wall`` seconds: job, stages, wall_s, tasks, busy (the tasks'
     time over cores × wall), alone_s (time with exactly one task running), max_task_s."""
     jobs: dict[int, dict] = {}
     names: dict[int, str] = {}
     tasks: dict[int, list] = collections.defaultdict(list)
-    with open(path, errors="replace") as f:
-        for line in f:
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue  # a line cut off by a run that was stopped
-            ev = e.get("Event")
-            if ev == "SparkListenerJobStart":
-                jobs[e["Job ID"]] = {"start": e["Submission Time"], "stages": e["Stage IDs"]}
-            elif ev == "SparkListenerJobEnd" and e["Job ID"] in jobs:
-                jobs[e["Job ID"]]["end"] = e["Completion Time"]
-            elif ev == "SparkListenerStageSubmitted":
-                names[e["Stage Info"]["Stage ID"]] = e["Stage Info"]["Stage Name"]
-            elif ev == "SparkListenerTaskEnd":
-                info = e["Task Info"]
-                tasks[e["Stage ID"]].append((info["Launch Time"], info["Finish Time"]))
+    for e in events(path):
+        ev = e.get("Event")
+        if ev == "SparkListenerJobStart":
+            jobs[e["Job ID"]] = {"start": e["Submission Time"], "stages": e["Stage IDs"]}
+        elif ev == "SparkListenerJobEnd" and e["Job ID"] in jobs:
+            jobs[e["Job ID"]]["end"] = e["Completion Time"]
+        elif ev == "SparkListenerStageSubmitted":
+            names[e["Stage Info"]["Stage ID"]] = e["Stage Info"]["Stage Name"]
+        elif ev == "SparkListenerTaskEnd":
+            info = e["Task Info"]
+            tasks[e["Stage ID"]].append((info["Launch Time"], info["Finish Time"]))
     out = []
     for jid, j in sorted(jobs.items()):
         if "end" not in j:
@@ -80,18 +86,13 @@ def idle(path: Path, min_gap: float = 0.3) -> dict:
     ``min_gap`` seconds as at_s (from the first job), gap_s, after and before (the call sites of the
     job that ended last before it and of the one that started it)."""
     jobs: dict[int, list] = {}
-    with open(path, errors="replace") as f:
-        for line in f:
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue  # a line cut off by a run that was stopped
-            ev = e.get("Event")
-            if ev == "SparkListenerJobStart":
-                site = (e.get("Properties") or {}).get("callSite.short", "")
-                jobs[e["Job ID"]] = [e["Submission Time"], None, site]
-            elif ev == "SparkListenerJobEnd" and e["Job ID"] in jobs:
-                jobs[e["Job ID"]][1] = e["Completion Time"]
+    for e in events(path):
+        ev = e.get("Event")
+        if ev == "SparkListenerJobStart":
+            site = (e.get("Properties") or {}).get("callSite.short", "")
+            jobs[e["Job ID"]] = [e["Submission Time"], None, site]
+        elif ev == "SparkListenerJobEnd" and e["Job ID"] in jobs:
+            jobs[e["Job ID"]][1] = e["Completion Time"]
     spans = sorted((s, t, site) for s, t, site in jobs.values() if t is not None)
     if not spans:
         return {"span_s": 0.0, "idle_s": 0.0, "stretches": 0, "gaps": []}
