@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -43,7 +44,7 @@ for a do
   shift
   [ "$a" = "{drop}" ] || set -- "$@" "$a"
 done
-exec "{java}" "$@"
+exec {quoted} "$@"
 """
 
 
@@ -119,7 +120,7 @@ def _wrapped(home: Path) -> Path:
 
     real = home.resolve()
     java = real / "bin" / "java"
-    script = _LAUNCHER.format(java=java, drop=_DROP)
+    script = _LAUNCHER.format(java=java, quoted=shlex.quote(str(java)), drop=_DROP)
     digest = hashlib.sha256(f"{real}\n{script}\n{(real / 'release').read_bytes()!r}".encode()).hexdigest()[:16]
     folder = cache_folder() / f"java-{digest}"
     if (folder / "bin" / "java").is_file():
