@@ -41,7 +41,7 @@ WRITE_TIMEOUT = 300
 QUIET = "-Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=off:stderr"
 # Java 25's AOT cache logs under its own tag too ("Skipping ...: Signed JAR"), a tag Java 17 rejects.
 QUIET_AOT = f"{QUIET} -Xlog:aot*=off:stderr"
-# The first Java with an AOT cache that holds method profiles (JEP 515).
+# The first Java whose JVM writes an AOT cache as it exits (-XX:AOTCacheOutput, JEP 514).
 AOT_FROM = 25
 # The cache's method profiles are those of the run that wrote it, and they decide what the next
 # runs' JIT compiles early: ledger chaining cold took 23.1 to 25.7 s with the profiles of a ledger
