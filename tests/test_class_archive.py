@@ -24,7 +24,7 @@ def check_counter(folder, java_options="-XX:+UseParallelGC"):
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
 
 
-def test_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
+def test_first_run_writes_the_archive_and_the_next_maps_it(tmp_path, monkeypatch):
     first = check_counter(tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     # The JVM's class-sharing warnings (hundreds of lines as it writes) do not reach stdout.
@@ -32,8 +32,10 @@ def test_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
     assert (res["distinct_states"], res["depth"]) == (20, 6)
     assert "saving Spark's classes for a faster start" in first.stderr
     written = sorted(p.name for p in (tmp_path / "cache").iterdir())
-    # Java 25's AOT cache (the engine's runtime), or Java 17's class archive (SSE_JAVA_HOME).
-    suffix = ".aot" if (java_runtime.major_version(java_runtime.chosen() or java_runtime.home_of_path()) or 0) >= 25 else ".jsa"
+    # Java 25's AOT cache (the engine's runtime), or Java 17's class archive (SSE_JAVA_HOME): as the
+    # engine names the file for the Java it starts.
+    monkeypatch.setenv("SSE_CLASS_ARCHIVE", str(tmp_path / "cache"))
+    suffix = ClassArchive.configured().suffix
     assert len(written) == 1 and written[0].startswith("spark-") and written[0].endswith(suffix), written
     archive = tmp_path / "cache" / written[0]
     assert archive.stat().st_size == int(archive.stem.rsplit("-", 1)[1]) > 10_000_000
