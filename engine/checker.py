@@ -39,7 +39,7 @@ from .itf import parse_shape, write_itf
 from .model import RunSpec
 from .session import checkpoint, declare_constants, get_spark, persistent_rdd_ids, unpersist_rdds
 from . import seen as seen_index
-from .seen_filter import SEEN, SeenFilter
+from .seen_filter import PATH, SEEN, SeenFilter
 from .symmetry import canonical_fingerprint_stages, check_paths
 from .store import LevelFigures, RunStore, check_warehouse, sum_counts
 from .trace import build_trace, trace_table_rows, trace_arrow_schema
@@ -390,6 +390,7 @@ class _Search:
         are fetched from ``succ`` by a join on the row id, broadcast up to BROADCAST_ROWS of them.
         Whole states (kilobytes each for bookkeeper) are neither shuffled nor sorted."""
         rows = succ
+        path = [c for c in PATH if c != "_key"]  # (cand's columns: _key is not kept)
         firsts = self.first_keys(rows)
         if self.dedupe_raw_first:
             # De-duplicated as generated, then keyed by their orbit and de-duplicated again: the
@@ -401,10 +402,20 @@ class _Search:
             # The first row per state, the anti-join and TLC's order on the driver, as for a small
             # level: the keys are 32 bytes a successor (no shuffle of them), the seen fingerprints the
             # driver's copy (where Spark's index merges past every seen state).
-            keys = arrow_level.first_per_state(rows.select("_fp", "_fp2", "_key", "_i").toArrow())
+            # Where repeats within the level were blanked (SeenFilter.repeats), a new state's row is
+            # the one that kept its columns, with the path columns of the first in TLC's order.
+            repeats = SEEN in rows.columns
+            narrow = ["_fp", "_fp2", "_key", "_i", *([SEEN, *path] if repeats else [])]
+            every = rows.select(*narrow).toArrow()
+            keys = arrow_level.first_per_state(every)
             self.timer.mark("firsts")
             new = arrow_level.in_tlc_order(self._driver_seen(depth - 1).unseen(keys))
-            order = self.spark.createDataFrame(pa.table({"_i": new["_i"], "_ord": arrow_level.positions(new.num_rows)}))
+            picked = {"_i": new["_i"], "_ord": arrow_level.positions(new.num_rows)}
+            if repeats:
+                picked["_i"] = every["_i"].take(SeenFilter.holders(every, new))
+                picked.update({c: new[c] for c in path})
+            order = self.spark.createDataFrame(pa.table(picked))
+            picked_ids = picked["_i"]
             n_picked = new.num_rows
             self.timer.mark("unseen")
         else:
@@ -413,7 +424,18 @@ class _Search:
             order = checkpoint(new.orderBy("_key", "_fp", "_fp2")
                                .select("_i", F.monotonically_increasing_id().alias("_ord")))
             n_picked = order.count()
+            if SEEN in rows.columns:
+                # Repeats within the level blanked: the path columns of the first row in TLC's order,
+                # the state's from the row that kept them (SeenFilter.repeats).
+                holders = (rows.where(~F.col(SEEN)).groupBy("_fp", "_fp2").agg(F.min("_i").alias("_h")))
+                paths = self._by_row_id(rows.select("_i", "_fp", "_fp2", *path), order, "inner", n_picked)
+                order = checkpoint(paths.join(holders, ["_fp", "_fp2"]).select(F.col("_h").alias("_i"), "_ord", *path))
+                if order.count() != n_picked:
+                    raise SeenFilter.out_of_step()
+            picked_ids = order
             self.timer.mark("order")
+        if SEEN in rows.columns:
+            rows = rows.drop(*path)
         cand = self._by_row_id(rows, order, "inner", n_picked).select(
             *self.vars, "_fp", "_fp2", F.lit(depth).cast("int").alias("_depth"), "_ord",
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
@@ -423,7 +445,7 @@ class _Search:
             # Fetched by a broadcast join, the new states are in the partitions their parents were in
             # (a shuffled join hashes them by row id: balanced, grouped by ``balanced`` next level).
             parts = self._frontier_parts(n_picked)
-            found_in = self._found_in(new["_i"] if isinstance(new, pa.Table) else order, rows)
+            found_in = self._found_in(picked_ids, rows)
             spread = needs_spread(found_in, parts)
             if spread:
                 cand = cand.repartition(parts, "_ord")  # (BY_PART: the next level's tasks)
@@ -617,6 +639,7 @@ class _Search:
         moving = ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
         names = self.cm.action_names
         counted = Observation(f"successors of level {depth}")
+        self.seen_filter.open_level()
         made = checkpoint(fingerprinted
                           .observe(counted, F.count(F.lit(1)).alias("n"),
                                    *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
@@ -732,6 +755,7 @@ class _Search:
         # chaining's largest levels, one in six successors is new and the invariants' lambdas were
         # half of the job's time).
         inline = n_frontier * self._fanout() <= INLINE_ANNOTATION
+        self.seen_filter.open_level()
         succ = self._expand_arrow(depth, n_frontier, inline)
         self.timer.mark("expand")
         if self._persisting is not None:
@@ -767,7 +791,8 @@ class _Search:
                          "_row": arrow_level.positions(n_gen)})
         firsts = arrow_level.first_per_state(keys)
         self.timer.mark("first")
-        new = SeenFilter.check(succ.take(self._unseen_arrow(firsts, depth, distinct_total)["_row"]))
+        # (The state's columns from the row that kept them: SeenFilter.repeats.)
+        new = SeenFilter.check(SeenFilter.with_holders(succ, self._unseen_arrow(firsts, depth, distinct_total)["_row"]))
         if new.num_rows:
             self.full_row_bytes = arrow_level.table_bytes(new) / new.num_rows
         self.timer.mark("unseen")

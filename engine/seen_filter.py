@@ -11,6 +11,15 @@ for the deadlock check and for TLC's order, and the driver's anti-join still dec
 ``check`` refuses a level whose new states have ``_seen`` set: that would be a fingerprint the driver
 did not store, a wrong search rather than a slow one.
 
+Repeats within a level are blanked too (``repeats``, the function's form with the row's ``_key``):
+the first row of the level's job to meet a fingerprint keeps the state columns, every other row
+with it is blanked (on bookkeeper v4.13's largest levels, seven successors in ten), so their rows
+are neither converted to Arrow, checkpointed whole nor given invariants. That row need not be the
+first in TLC's order: the driver takes a new state's path columns (``PATH``) from the first row in
+TLC's order and its state columns from the row that kept them (``holders``, ``with_holders``). The
+driver opens the level before each job (``open_level``). ``SSE_LEVEL_FILTER=0`` blanks only the
+stored states.
+
 Off (the columns pass through) on a cluster (its executors are other JVMs), without the engine's
 JVM functions, above ``arrow_level.DRIVER_SEEN_MAX`` stored states (the driver's memory stays
 flat), and with ``SSE_SEEN_FILTER=0``.
@@ -29,9 +38,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from . import jvm_ext
 
-__all__ = ["SEEN", "SeenFilter"]
+__all__ = ["PATH", "SEEN", "SeenFilter"]
 
 SEEN = "_seen"
+# The columns that differ between two rows of one state: the path by which each met it.
+PATH = ["_parent_fp", "_parent_fp2", "_parent_ord", "_key", "_action"]
 # Up to this many fingerprints are sent to the JVM in the Py4J call (16 bytes each); more go
 # through a file.
 BYTES_MAX = 1 << 12
@@ -46,7 +57,8 @@ class SeenFilter:
         self.on = (os.environ.get("SSE_SEEN_FILTER", "1") != "0"
                    and spark.sparkContext.master.startswith("local") and jvm_ext.has_class(spark, "SeenSet"))
         self.count = 0  # fingerprints in the JVM's set
-        self._class = self._add_bytes = None
+        self.repeats = self.on and os.environ.get("SSE_LEVEL_FILTER", "1") != "0"
+        self._class = self._add_bytes = self._level = None
 
     def _jvm(self):
         # (Held: finding a class through Py4J's package views costs a round trip a name part.)
@@ -75,6 +87,13 @@ class SeenFilter:
         finally:
             os.unlink(tmp)
 
+    def open_level(self) -> None:
+        """A fresh level for the next job's rows to claim their fingerprints in (``repeats``)."""
+        if self.on and self.repeats:
+            if self._level is None:
+                self._level = self._jvm().level
+            self._level(self.name, True)
+
     def stop(self) -> None:
         """Forget the set: from now on nothing is filtered (the expression is false for it)."""
         if self.on:
@@ -82,12 +101,15 @@ class SeenFilter:
                 self._jvm().drop(self.name)
             except Exception:  # the session may be gone
                 pass
-        self.on = False
+        self.on = self.repeats = False
         self.count = 0
 
     def mark(self, df: DataFrame) -> DataFrame:
         """``df`` (with ``_fp``, ``_fp2``) and ``_seen``, whether the JVM's set holds its fingerprint."""
-        return df.selectExpr("*", f"sse_seen('{self.name}', _fp, _fp2) AS {SEEN}") if self.on else df
+        if not self.on:
+            return df
+        key = ", _key" if self.repeats and "_key" in df.columns else ""
+        return df.selectExpr("*", f"sse_seen('{self.name}', _fp, _fp2{key}) AS {SEEN}")
 
     def blank(self, df: DataFrame, columns: list[str]) -> DataFrame:
         """``df`` (marked) with its ``columns`` NULL where ``_seen``."""
@@ -95,6 +117,34 @@ class SeenFilter:
             return df
         blank = set(columns)
         return df.selectExpr(*[f"IF({SEEN}, NULL, `{c}`) AS `{c}`" if c in blank else f"`{c}`" for c in df.columns])
+
+    @staticmethod
+    def holders(keys: pa.Table, picked: pa.Table) -> pa.Array:
+        """For each row of ``picked`` (``_fp``, ``_fp2``, in its order), the position in ``keys``
+        (``_fp``, ``_fp2``, ``SEEN``, a row a position) of the row that kept its state's columns."""
+        kept = pc.invert(keys[SEEN])
+        rows = pa.table({"_fp": keys["_fp"].filter(kept), "_fp2": keys["_fp2"].filter(kept),
+                         "_h": pc.indices_nonzero(kept).cast(pa.int64())})
+        # (Two rows keep a state's columns only when they are one successor: same parent, action, key.)
+        one = rows.group_by(["_fp", "_fp2"], use_threads=False).aggregate([("_h", "min")])
+        rows = pa.table({"_fp": one["_fp"], "_fp2": one["_fp2"], "_h": one["_h_min"]})
+        probe = pa.table({"_fp": picked["_fp"], "_fp2": picked["_fp2"],
+                          "_p": np.arange(picked.num_rows, dtype=np.int64)})
+        found = probe.join(rows, ["_fp", "_fp2"], join_type="inner", use_threads=False)
+        if found.num_rows != picked.num_rows:  # (one row a state kept its columns, or none was blanked)
+            raise SeenFilter.out_of_step()
+        return found["_h"].take(pc.sort_indices(found["_p"])).combine_chunks()
+
+    @staticmethod
+    def with_holders(succ: pa.Table, rows: pa.Array) -> pa.Table:
+        """The rows ``rows`` of ``succ`` (the first of each new state in TLC's order), their columns but
+        the path's (``PATH``) taken from the row of the same state that kept them."""
+        picked = succ.take(rows)
+        if SEEN not in succ.column_names or picked.num_rows == 0:
+            return picked
+        holders = SeenFilter.holders(succ.select(["_fp", "_fp2", SEEN]), picked)
+        kept = succ.take(holders)
+        return pa.table({c: picked[c] if c in PATH else kept[c] for c in succ.column_names})
 
     @staticmethod
     def check(new: pa.Table) -> pa.Table:

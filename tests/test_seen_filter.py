@@ -127,3 +127,80 @@ def test_a_set_holding_a_state_the_driver_finds_new_stops_the_search(capsys, tmp
     assert code != 0
     assert "the JVM's seen set holds a state the driver found new" in err
     assert "SSE_SEEN_FILTER=0" in err
+
+
+def test_a_level_keeps_one_row_per_fingerprint_whatever_the_order(spark, tmp_path):
+    """With a level open, the first row to claim a fingerprint keeps it, a row of the same state with
+    another key is blanked, the same row met again (a task run again: same key) keeps it again, and
+    stored fingerprints stay blanked; in generated code and interpreted. Closed, only stored ones
+    are."""
+    from engine.checker import interpreted
+    from engine.seen_filter import SeenFilter
+    seen = SeenFilter(spark, tmp_path)
+    assert seen.repeats
+    seen.add(pa.table({"_fp": [9], "_fp2": [90]}))
+    rows = [(1, 10, 5), (2, 20, 3), (1, 10, 7), (1, 10, 5), (9, 90, 1), (2, 20, 1), (0, 0, 4), (0, 0, 2)]
+    df = spark.createDataFrame(rows, "_fp bigint, _fp2 bigint, _key bigint").coalesce(1)
+
+    def marks():
+        return [r["_seen"] for r in seen.mark(df).collect()]
+
+    for on in (False, True):
+        with interpreted(spark, on):
+            seen.open_level()
+            assert marks() == [False, False, True, False, True, True, False, True]
+            assert marks() == [False, False, True, False, True, True, False, True]  # the same job again
+            seen.open_level()
+            many = spark.range(50_000).selectExpr("id % 20000 AS _fp", "-id % 20000 AS _fp2", "id AS _key")
+            got = seen.mark(many.coalesce(1)).where("NOT _seen").selectExpr("_key").collect()
+            assert sorted(r["_key"] for r in got) == list(range(20_000))  # the table grew; firsts kept
+    spark._jvm.sse.SeenSet.level(seen.name, False)
+    assert marks() == [False, False, False, False, True, False, False, False]
+    seen.stop()
+
+
+@pytest.mark.parametrize("where", ["driver", "spark", "spark_in_spark"])
+def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(capsys, tmp_path, monkeypatch, where):
+    """Ledger chaining with two clients, repeats within a level blanked (the default) and not
+    (SSE_LEVEL_FILTER=0): the stored states are the same, with the same parent, action and order
+    (the first path in TLC's order), for levels finished on the driver, by Spark with the keys on the
+    driver, and by Spark alone. On the driver, rows of states not stored before were blanked, and
+    each level's rows that kept their columns hold one row a state."""
+    from engine import checker, expand
+    from engine.model import load_model
+    if where != "driver":
+        monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: False)
+    if where == "spark_in_spark":
+        monkeypatch.setattr(checker, "NARROW_ON_DRIVER", 0)
+    outputs = []
+    real = expand.HeldExpansion.successors
+    monkeypatch.setattr(expand.HeldExpansion, "successors",
+                        lambda self, *a, **k: outputs.append(real(self, *a, **k)) or outputs[-1])
+    small = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2")
+    tables = {}
+    for level_filter in ("1", "0"):
+        monkeypatch.setenv("SSE_LEVEL_FILTER", level_filter)
+        outputs.clear()
+        res = _check(capsys, tmp_path / level_filter, "ledger_chaining", *small)
+        states = DeltaTable(res["tables"]["states"]).to_pyarrow_table()
+        tables[level_filter] = states.sort_by([("_depth", "ascending"), ("_ord", "ascending")])
+        if where == "driver" and level_filter == "1":
+            assert outputs
+            stored, repeats = set(), 0
+            var = load_model("ledger_chaining").variable_names[0]
+            for t in outputs:
+                kept = t.filter(pa.compute.invert(t["_seen"]))
+                fps = list(zip(kept["_fp"].to_pylist(), kept["_fp2"].to_pylist()))
+                assert len(fps) == len(set(fps))  # one row a state kept its columns
+                assert kept[var].null_count == 0
+                blanked = t.filter(t["_seen"])
+                repeats += sum(1 for p in zip(blanked["_fp"].to_pylist(), blanked["_fp2"].to_pylist())
+                               if p not in stored)
+                stored |= set(fps)
+            assert repeats > 0
+    on, off = tables["1"], tables["0"]
+    assert on.num_rows == off.num_rows > 0
+    for column in ["_fp", "_fp2", "_depth", "_ord", "_parent_fp", "_parent_fp2", "_parent_ord", "_action",
+                   *load_model("ledger_chaining").variable_names]:
+        if column in off.column_names:
+            assert on[column].equals(off[column]), column

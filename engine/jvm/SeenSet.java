@@ -36,6 +36,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * one JVM. In another JVM (a cluster's executors) no set has that name and the function is false:
  * nothing is dropped, only nothing is saved. A set is only written between jobs (the driver adds a
  * level's states after committing it), so the tasks read it without locks.
+ *
+ * <p>{@code sse_seen('name', fp, fp2, key)} is also true for a repeat within the level: a successor
+ * whose fingerprint another row of the same level's job (one with another {@code _key}) claimed
+ * first, once the driver has opened a level under that name ({@link #level}). Exactly one row per
+ * fingerprint not stored keeps its state columns, whichever the tasks met first (on bookkeeper v4.13
+ * about two successors in three are such repeats); the driver takes that row's state columns and the
+ * path columns (parent, action, key) of the first row in TLC's order, which the blanking leaves.
+ * The same row met again (a task run again) has the same key and keeps its columns again.
  */
 public final class SeenSet extends Expression implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
@@ -100,6 +108,80 @@ public final class SeenSet extends Expression implements java.io.Serializable {
         }
     }
 
+    private static final ConcurrentHashMap<String, Level> LEVELS = new ConcurrentHashMap<>();
+
+    /** The fingerprints a level's rows claimed, and the key of the row that claimed each first:
+     * segments of open-addressing tables, each under its own lock (two task threads, 64 locks). */
+    static final class Level {
+        private final Segment[] segments = new Segment[64];
+
+        Level() {
+            for (int i = 0; i < segments.length; i++) segments[i] = new Segment();
+        }
+
+        /** Whether another row (another key) claimed the fingerprint (a, b) first; else this one holds it. */
+        boolean claimedElsewhere(long a, long b, long key) {
+            long h = mix(a, b);
+            return segments[(int) (h >>> 58)].claim(a, b, key, h);
+        }
+    }
+
+    static final class Segment {
+        private long[] slots = new long[3 * 64];  // fp, fp2, key
+        private boolean[] used = new boolean[64];
+        private int size;
+
+        synchronized boolean claim(long a, long b, long key, long h) {
+            if (2 * (size + 1) > used.length) grow();
+            int mask = used.length - 1;
+            int i = (int) h & mask;
+            while (used[i]) {
+                if (slots[3 * i] == a && slots[3 * i + 1] == b) return slots[3 * i + 2] != key;
+                i = (i + 1) & mask;
+            }
+            used[i] = true;
+            slots[3 * i] = a;
+            slots[3 * i + 1] = b;
+            slots[3 * i + 2] = key;
+            size++;
+            return false;
+        }
+
+        private void grow() {
+            long[] s = slots;
+            boolean[] u = used;
+            slots = new long[s.length * 2];
+            used = new boolean[u.length * 2];
+            int mask = used.length - 1;
+            for (int j = 0; j < u.length; j++) {
+                if (!u[j]) continue;
+                int i = (int) mix(s[3 * j], s[3 * j + 1]) & mask;
+                while (used[i]) i = (i + 1) & mask;
+                used[i] = true;
+                System.arraycopy(s, 3 * j, slots, 3 * i, 3);
+            }
+        }
+    }
+
+    private static long mix(long a, long b) {
+        long h = a * 0x9E3779B97F4A7C15L ^ b;  // the fingerprints are hashes already
+        return h ^ (h >>> 29);
+    }
+
+    /** Opens a fresh level under {@code name} (the rows of the job that follows claim their
+     * fingerprints in it), or, when not {@code on}, closes it: repeats are then not blanked. */
+    public static void level(String name, boolean on) {
+        if (on) LEVELS.put(name, new Level());
+        else LEVELS.remove(name);
+    }
+
+    /** Whether (a, b) is in set {@code name}, or another row of the open level claimed it first. */
+    public static boolean seen(String name, long a, long b, long key) {
+        if (has(name, a, b)) return true;
+        Level level = LEVELS.get(name);
+        return level != null && level.claimedElsewhere(a, b, key);
+    }
+
     /** Adds the fingerprints in {@code path} (little-endian pairs of longs) to set {@code name},
      * creating it; returns the set's size. */
     public static long addFile(String name, String path) throws IOException {
@@ -142,7 +224,10 @@ public final class SeenSet extends Expression implements java.io.Serializable {
     }
 
     /** Forgets set {@code name}; from then on the function is false for it. */
-    public static void drop(String name) { SETS.remove(name); }
+    public static void drop(String name) {
+        SETS.remove(name);
+        LEVELS.remove(name);
+    }
 
     /** Adds the function to the session's registry. */
     public static void register(SparkSession spark) {
@@ -154,59 +239,79 @@ public final class SeenSet extends Expression implements java.io.Serializable {
         private static final long serialVersionUID = 1L;
 
         @Override public Expression apply(Seq<Expression> args) {
-            if (args.size() != 3 || !(args.apply(0) instanceof Literal)
+            if ((args.size() != 3 && args.size() != 4) || !(args.apply(0) instanceof Literal)
                     || !(((Literal) args.apply(0)).dataType() instanceof StringType)) {
-                throw new IllegalArgumentException("sse_seen takes a set's name (a string literal) and two longs");
+                throw new IllegalArgumentException(
+                        "sse_seen takes a set's name (a string literal), two longs and optionally a row's key");
             }
-            return new SeenSet(((Literal) args.apply(0)).value().toString(), args.apply(1), args.apply(2));
+            return new SeenSet(((Literal) args.apply(0)).value().toString(), args.apply(1), args.apply(2),
+                               args.size() == 4 ? args.apply(3) : null);
         }
     }
 
     private final String name;
-    private final Expression fp, fp2;
+    private final Expression fp, fp2, key;  // key: null in the three-argument form
 
-    public SeenSet(String name, Expression fp, Expression fp2) {
+    public SeenSet(String name, Expression fp, Expression fp2, Expression key) {
         this.name = name;
         this.fp = fp;
         this.fp2 = fp2;
+        this.key = key;
     }
 
     @Override public Object eval(InternalRow input) {
         Object a = fp.eval(input), b = fp2.eval(input);
-        return a != null && b != null && has(name, (Long) a, (Long) b);
+        if (a == null || b == null) return false;
+        if (key == null) return has(name, (Long) a, (Long) b);
+        Object k = key.eval(input);
+        return k == null ? has(name, (Long) a, (Long) b) : seen(name, (Long) a, (Long) b, (Long) k);
     }
 
     @Override public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
         ExprCode a = fp.genCode(ctx), b = fp2.genCode(ctx);
         String nameRef = ctx.addReferenceObj("seenName", name, "java.lang.String");
+        String cls = SeenSet.class.getName();
+        Block code = a.code().$plus(b.code());
+        String test;
+        if (key == null) {
+            test = cls + ".has(" + nameRef + ", " + a.value() + ", " + b.value() + ")";
+        } else {
+            ExprCode k = key.genCode(ctx);
+            code = code.$plus(k.code());
+            test = "(" + k.isNull() + " ? " + cls + ".has(" + nameRef + ", " + a.value() + ", " + b.value() + ") : "
+                    + cls + ".seen(" + nameRef + ", " + a.value() + ", " + b.value() + ", " + k.value() + "))";
+        }
         String line = "\nfinal boolean " + ev.value() + " = !" + a.isNull() + " && !" + b.isNull() + " && "
-                + SeenSet.class.getName() + ".has(" + nameRef + ", " + a.value() + ", " + b.value() + ");\n";
+                + test + ";\n";
         Seq<String> parts = CollectionConverters.asScala(java.util.List.of(line)).toList();
         Seq<JavaCode> inputs = CollectionConverters.asScala(java.util.List.<JavaCode>of()).toList();
-        Block code = a.code().$plus(b.code()).$plus(new CodeBlock(parts, inputs));
-        return ev.copy(code, FalseLiteral$.MODULE$, ev.value());
+        return ev.copy(code.$plus(new CodeBlock(parts, inputs)), FalseLiteral$.MODULE$, ev.value());
     }
 
     @Override public Seq<Expression> children() {
-        return CollectionConverters.asScala(java.util.List.of(fp, fp2)).toList();
+        return CollectionConverters.asScala(key == null ? java.util.List.of(fp, fp2) : java.util.List.of(fp, fp2, key))
+                .toList();
     }
     @Override public DataType dataType() { return BooleanType$.MODULE$; }
     @Override public boolean nullable() { return false; }
     @Override public String prettyName() { return "sse_seen"; }
     @Override public Expression withNewChildrenInternal(IndexedSeq<Expression> c) {
-        return new SeenSet(name, c.apply(0), c.apply(1));
+        return new SeenSet(name, c.apply(0), c.apply(1), c.size() > 2 ? c.apply(2) : null);
     }
-    @Override public int productArity() { return 3; }
+    @Override public int productArity() { return key == null ? 3 : 4; }
     @Override public Object productElement(int n) {
         if (n == 0) return name;
         if (n == 1) return fp;
         if (n == 2) return fp2;
+        if (n == 3 && key != null) return key;
         throw new IndexOutOfBoundsException(String.valueOf(n));
     }
     @Override public boolean canEqual(Object that) { return that instanceof SeenSet; }
     @Override public boolean equals(Object o) {
         return o instanceof SeenSet && ((SeenSet) o).name.equals(name) && ((SeenSet) o).fp.equals(fp)
-                && ((SeenSet) o).fp2.equals(fp2);
+                && ((SeenSet) o).fp2.equals(fp2) && java.util.Objects.equals(((SeenSet) o).key, key);
     }
-    @Override public int hashCode() { return (name.hashCode() * 31 + fp.hashCode()) * 31 + fp2.hashCode(); }
+    @Override public int hashCode() {
+        return ((name.hashCode() * 31 + fp.hashCode()) * 31 + fp2.hashCode()) * 31 + java.util.Objects.hashCode(key);
+    }
 }
