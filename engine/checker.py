@@ -135,6 +135,11 @@ SMALL_FRONTIER = 20_000
 # next level's action branches read them each (bk_v413_rrf's largest level: 292,818, about 450 MB).
 # A full scan of 292,818 bookkeeper states took 0.13 s that way against 0.43 s serialized.
 FRONTIER_AS_OBJECTS = int(os.environ.get("SSE_FRONTIER_AS_OBJECTS", "1000000"))
+# A Spark level's successors, up to this many expected and while repeats are blanked in the job
+# (engine.seen_filter: seven rows in ten on bookkeeper v4.13's largest levels), are checkpointed as
+# row objects too: each is read three times, and serialized each read was a copy through Java's
+# ObjectInputStream. Whole, as objects, the collector copied what the tasks saved (README).
+SUCCESSORS_AS_OBJECTS = int(os.environ.get("SSE_SUCCESSORS_AS_OBJECTS", "4000000"))
 # A level's shuffles (de-duplication, anti-join) get a partition per this many successors, at least
 # the session's spark.sql.shuffle.partitions. The de-duplication sorts whole states: with 4
 # partitions, bk_master_3b_sym's level 17 (2.6 million successors of about 2 KB) put over a
@@ -268,6 +273,7 @@ class _Search:
         self._totals = (0, 0)
         self._last_new = 0
         self.timer = _Timer()
+        self._spark_before = False  # whether the level before ran Spark's stages
         self.base_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self.index = seen_index.SeenIndex(spark, max(self.base_partitions, spark.sparkContext.defaultParallelism))
         # terminal finding -> {"count", "state"}, over the levels this process expanded
@@ -570,8 +576,10 @@ class _Search:
             if n_frontier == 0:
                 return {"result": "ok", "depth": depth, "distinct": distinct_total, "generated": generated_total}
             if self._on_driver(depth, n_frontier):
+                self._spark_before = False
                 finding = self._arrow_level(depth, n_frontier, distinct_total, generated_total, t0)
             else:
+                self._spark_before = True
                 finding = self._spark_level(depth, n_frontier, distinct_total, generated_total, t0)
             self._release()
             if finding:
@@ -643,7 +651,9 @@ class _Search:
         made = checkpoint(fingerprinted
                           .observe(counted, F.count(F.lit(1)).alias("n"),
                                    *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
-                                     for i, a in enumerate(names)]))
+                                     for i, a in enumerate(names)]),
+                          as_objects=self.seen_filter.repeats and SEEN in fingerprinted.columns
+                          and n_frontier * self._fanout() <= SUCCESSORS_AS_OBJECTS)
         agg = dict(counted.get)
         # The level before may still be writing its Parquet files (PIPELINE), alongside this level's
         # planning and job; from here on the store is read.
@@ -891,8 +901,11 @@ class _Search:
                              "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent", "_ord", "_fp", "_fp2")
 
     def _on_driver(self, depth: int, n_frontier: int) -> bool:
-        """Whether the level's successors are expected to fit on the driver (ARROW_LEVEL_BYTES)."""
-        return n_frontier * self._fanout() * (self.row_bytes or 1024) <= ARROW_LEVEL_BYTES
+        """Whether the level's successors are expected to fit on the driver (ARROW_LEVEL_BYTES; half
+        of it after a Spark level, whose frontier the driver would read back from the store: with
+        repeats blanked, bk_v413_rrf went back and forth at its 26th level, 1.3 and 2.7 s)."""
+        bound = ARROW_LEVEL_BYTES // 2 if self._spark_before else ARROW_LEVEL_BYTES
+        return n_frontier * self._fanout() * (self.row_bytes or 1024) <= bound
 
     def _fanout(self) -> float:
         return self.fanout if self.fanout is not None else len(self.cm.action_names)
