@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 
-from . import jvm_ext
+from . import arrow_level, jvm_ext
 
 __all__ = ["PATH", "SEEN", "SeenFilter"]
 
@@ -128,8 +128,7 @@ class SeenFilter:
         # (Two rows keep a state's columns only when they are one successor: same parent, action, key.)
         one = rows.group_by(["_fp", "_fp2"], use_threads=False).aggregate([("_h", "min")])
         rows = pa.table({"_fp": one["_fp"], "_fp2": one["_fp2"], "_h": one["_h_min"]})
-        probe = pa.table({"_fp": picked["_fp"], "_fp2": picked["_fp2"],
-                          "_p": np.arange(picked.num_rows, dtype=np.int64)})
+        probe = pa.table({"_fp": picked["_fp"], "_fp2": picked["_fp2"], "_p": arrow_level.positions(picked.num_rows)})
         found = probe.join(rows, ["_fp", "_fp2"], join_type="inner", use_threads=False)
         if found.num_rows != picked.num_rows:  # (one row a state kept its columns, or none was blanked)
             raise SeenFilter.out_of_step()
@@ -137,8 +136,9 @@ class SeenFilter:
 
     @staticmethod
     def with_holders(succ: pa.Table, rows: pa.Array) -> pa.Table:
-        """The rows ``rows`` of ``succ`` (the first of each new state in TLC's order), their columns but
-        the path's (``PATH``) taken from the row of the same state that kept them."""
+        """The rows ``rows`` of ``succ`` (the first of each new state in TLC's order): their path
+        columns (``PATH``) as they are, every other column from the row of the same state that kept
+        them (``holders``)."""
         picked = succ.take(rows)
         if SEEN not in succ.column_names or picked.num_rows == 0:
             return picked
