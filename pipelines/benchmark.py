@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -186,6 +187,17 @@ class MemorySampler(threading.Thread):
             out[thread_kind(name)] += cpu - (before[1] if before and before[0] == name else 0.0)
         return out
 
+    def other_by_name(self, top: int = 6) -> list[tuple[str, float]]:
+        """The "other" threads' CPU seconds since the sampler was made, by name with its trailing
+        number dropped ("Thread-12" and "Thread-3" are "Thread-"), the ``top`` largest first."""
+        out: dict[str, float] = {}
+        for tid, (name, cpu) in self.threads.items():
+            if thread_kind(name) == "other":
+                before = self.threads_at_start.get(tid)
+                key = re.sub(r"\d+$", "", name) or name
+                out[key] = out.get(key, 0.0) + cpu - (before[1] if before and before[0] == name else 0.0)
+        return sorted(out.items(), key=lambda kv: -kv[1])[:top]
+
 
 def memory_tenths(samples: list[dict], levels: list[dict], t0: float, search_s: float) -> list[dict]:
     """The samples cut into tenths of the search (``t0`` its start, seconds since the epoch), each
@@ -246,6 +258,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         search = time.time() - t0
         cpu = cpu_seconds() - c0
         by_kind = sampler.cpu_by_kind()
+        other = sampler.other_by_name()
         from deltalake import DeltaTable
         levels = DeltaTable(out.tables["levels"]).to_pyarrow_table().to_pylist()
         written = dir_bytes(wh / spec.model.name / spec.run_id)
@@ -261,6 +274,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "jvm_cpus": int(spark._jvm.java.lang.Runtime.getRuntime().availableProcessors()),
         "search_s": search, "cpu_s": cpu,
         **{f"cpu_{kind}_s": v for kind, v in by_kind.items()}, "cpu_python_s": cpu - sum(by_kind.values()),
+        "cpu_other_top": ", ".join(f"{n} {v:.1f}" for n, v in other),
         "distinct_per_s": out.distinct_states / search, "generated_per_s": out.states_generated / search,
         "fixed_median_s": statistics.median(small_levels), "fixed_worst_s": max(small_levels),
         "fixed_levels": sum(1 for r in levels if r["generated"] < small),
@@ -284,6 +298,8 @@ def show(r: dict, small: int) -> None:
           f"on {r['cpus']} of {os.cpu_count()} CPUs (the JVM sees {r['jvm_cpus']})")
     print("cpu by thread      " + ", ".join(f"{THREAD_KIND_NAMES[k]} {r[f'cpu_{k}_s']:.1f} s" for k in THREAD_KIND_NAMES)
           + f" (the JVM's threads); Python {r['cpu_python_s']:.1f} s")
+    if r.get("cpu_other_top"):
+        print(f"other threads      {r['cpu_other_top']} (CPU-s, by thread name)")
     print(f"throughput         {r['generated_per_s']:,.0f} generated/s, {r['distinct_per_s']:,.0f} distinct/s")
     print(f"fixed cost/level   median {r['fixed_median_s']:.3f} s, worst {r['fixed_worst_s']:.3f} s "
           f"({r['fixed_levels']} of {r['levels']} levels generated < {small:,} states); "

@@ -204,6 +204,12 @@ def test_the_benchmark_runs_a_case_on_the_cpus_it_is_given(tmp_path):
     assert "cpu by thread      tasks " in res.stdout, res.stdout
     kinds = [row[f"cpu_{k}_s"] for k in ("tasks", "jit_c2", "jit_c1", "gc", "other")]
     assert row["cpu_tasks_s"] > 0 and all(k >= 0 for k in kinds) and sum(kinds) <= row["cpu_s"] + 0.5, row
+    # the "other" threads by name, largest first, within what "other" took in all
+    top = [(n, float(v)) for n, v in (part.rsplit(" ", 1) for part in row["cpu_other_top"].split(", "))]
+    assert top and [v for _, v in top] == sorted((v for _, v in top), reverse=True), row["cpu_other_top"]
+    assert sum(v for _, v in top) <= row["cpu_other_s"] + 0.05 * len(top), (top, row["cpu_other_s"])
+    assert not any(n[-1].isdigit() for n, _ in top), top
+    assert f"other threads      {row['cpu_other_top']} (CPU-s, by thread name)" in res.stdout, res.stdout
     res = subprocess.run([sys.executable, script, "--cpus", str(len(os.sched_getaffinity(0)) + 1), "--no-record"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and f"may use {len(os.sched_getaffinity(0))} CPUs" in res.stderr
