@@ -179,23 +179,27 @@ class MemorySampler(threading.Thread):
         self.sample()
         return self.samples
 
+    def spent(self):
+        """Each of the JVM's threads: its name and the CPU seconds it spent since the sampler was made."""
+        for tid, (name, cpu) in self.threads.items():
+            before = self.threads_at_start.get(tid)
+            yield name, cpu - (before[1] if before and before[0] == name else 0.0)
+
     def cpu_by_kind(self) -> dict[str, float]:
         """CPU seconds the JVM's threads spent since the sampler was made, by kind (THREAD_KINDS)."""
         out = dict.fromkeys(THREAD_KIND_NAMES, 0.0)
-        for tid, (name, cpu) in self.threads.items():
-            before = self.threads_at_start.get(tid)
-            out[thread_kind(name)] += cpu - (before[1] if before and before[0] == name else 0.0)
+        for name, cpu in self.spent():
+            out[thread_kind(name)] += cpu
         return out
 
     def other_by_name(self, top: int = 6) -> list[tuple[str, float]]:
         """The "other" threads' CPU seconds since the sampler was made, by name with its trailing
         number dropped ("Thread-12" and "Thread-3" are "Thread-"), the ``top`` largest first."""
         out: dict[str, float] = {}
-        for tid, (name, cpu) in self.threads.items():
+        for name, cpu in self.spent():
             if thread_kind(name) == "other":
-                before = self.threads_at_start.get(tid)
                 key = re.sub(r"\d+$", "", name) or name
-                out[key] = out.get(key, 0.0) + cpu - (before[1] if before and before[0] == name else 0.0)
+                out[key] = out.get(key, 0.0) + cpu
         return sorted(out.items(), key=lambda kv: -kv[1])[:top]
 
 
