@@ -50,6 +50,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,7 +180,7 @@ class MemorySampler(threading.Thread):
         self.sample()
         return self.samples
 
-    def spent(self):
+    def spent(self) -> Iterator[tuple[str, float]]:
         """Each of the JVM's threads: its name and the CPU seconds it spent since the sampler was made."""
         for tid, (name, cpu) in self.threads.items():
             before = self.threads_at_start.get(tid)
