@@ -364,13 +364,14 @@ def test_small_and_spark_levels_share_the_actions_generated_code(spark, tmp_path
         small.close()
 
 
-def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark):
+def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark, monkeypatch):
     """A Spark level's frontier comes in a partition per core of about equal stored size
     (``balanced``: the checkpoint's partitions grouped, no shuffle), the actions' union runs a task
     per frontier partition, every action in it (``union_by_part``), and that union is planned once
     (``HeldRows``) and run again over each new frontier: over frontier A, then B, then A it gives
     what the union planned afresh over each gives. A frontier of another number of partitions is
-    refused, naming both numbers."""
+    refused, naming both numbers. The branches' code generated on two threads or on one
+    (SSE_PLANNING_THREADS) gives each partition the same rows."""
     import pytest
     from pyspark.errors import IllegalArgumentException
     from pyspark.sql import functions as F
@@ -412,9 +413,20 @@ def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark):
     def rows(df):
         return sorted(map(tuple, df.selectExpr("to_json(struct(*)) AS j").collect()))
 
-    by_part = union_by_part(spark, fresh(grouped))
-    assert by_part is not None and int(by_part._jdf.queryExecution().analyzed().rdd().getNumPartitions()) == 2
-    assert rows(by_part) == rows(fresh(grouped))
+    from engine import expand
+    pools = []
+    real_pool = expand.ThreadPoolExecutor
+    monkeypatch.setattr(expand, "ThreadPoolExecutor", lambda n: pools.append(n) or real_pool(n))
+    by_partition = {}
+    for threads in ("1", "2"):
+        monkeypatch.setenv("SSE_PLANNING_THREADS", threads)
+        by_part = union_by_part(spark, fresh(grouped))
+        assert by_part is not None and int(by_part._jdf.queryExecution().analyzed().rdd().getNumPartitions()) == 2
+        assert rows(by_part) == rows(fresh(grouped))
+        by_partition[threads] = sorted(map(tuple, by_part.selectExpr(
+            "spark_partition_id() AS p", "to_json(struct(*)) AS j").collect()))
+        assert pools == ([] if threads == "1" else [2])  # the tokens model's three actions, two at a time
+    assert by_partition["1"] == by_partition["2"] and {p for p, _ in by_partition["2"]} == {0, 1}
     held = HeldRows(spark, 2, grouped.schema)
     union = union_by_part(spark, fresh(held.leaf))
     held.hold(union)
