@@ -279,3 +279,26 @@ def test_fingerprint_cost_times_both_schemes_over_a_run_s_states(counter_ok, spa
     assert "counter (no_deadlock): 20 stored states, 2 variables" in out
     assert "row-bytes " in out and "json " in out and out.count("(20 distinct)") == 2 and "no fingerprint" in out
     assert cost.main([str(wh)]) == 2  # not a run's folder
+
+
+def test_plan_union_times_the_branches_planned_one_way_and_the_other(spark, capsys):
+    """pipelines/plan_union.py plans the tokens model's union by part on one thread and on two, in
+    this process's session, prints each repetition's seconds both ways and finds the same successors;
+    a single thread to compare with is refused."""
+    import re
+    spec = importlib.util.spec_from_file_location("plan_union", ROOT / "pipelines" / "plan_union.py")
+    plan_union = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plan_union)
+    models = str(ROOT / "tests" / "models")
+    with pytest.raises(SystemExit) as exc:
+        plan_union.main(["tokens", "--models", models, "--threads", "1"], spark=spark)
+    assert exc.value.code == 2 and "--threads at least 2" in capsys.readouterr().err
+    before = os.environ.get("SSE_PLANNING_THREADS")
+    assert plan_union.main(["tokens", "--models", models, "--repeat", "2"], spark=spark) == 0
+    out = capsys.readouterr().out
+    assert os.environ.get("SSE_PLANNING_THREADS") == before
+    assert out.startswith("tokens (default): 3 actions")
+    reps = re.findall(r"repetition (\d): one branch after the other ([\d.]+) s, on 2 threads ([\d.]+) s", out)
+    assert [r[0] for r in reps] == ["1", "2"] and all(float(a) > 0 and float(b) > 0 for _, a, b in reps)
+    n = re.search(r"successors: (\d+) one way, (\d+) the other, the same", out)
+    assert n and n.group(1) == n.group(2) and int(n.group(1)) > 0
