@@ -6,10 +6,11 @@ The union of every action (the successors query of a level) is built over the mo
 states in two partitions, and made into the engine's union by part (``engine.expand.union_by_part``,
 what a held plan is made of) ``--repeat`` times each way: the branches' code generated one branch
 after the other (``SSE_PLANNING_THREADS=1``, as Spark's ``UnionExec`` does) and on ``--threads``
-threads, one way first in odd repetitions and the other in even ones. Each repetition is a fresh query (parsed, analyzed, optimized, planned and its
-Java source written), as when the search plans its union. Printed: the seconds each way, each
-repetition, and whether both gave the same successors. The first repetition of a process is the
-cold one a command line pays (the JIT has not compiled Spark's planner yet).
+threads, one way first in odd repetitions and the other in even ones. Each repetition is a fresh
+query (parsed, analyzed, optimized, planned and its Java source written), as when the search plans
+its union. Printed: the seconds each way, each repetition, and whether both gave the same
+successors. The first plan of a process is the cold one a command line pays (the JIT has not
+compiled Spark's planner yet).
 """
 from __future__ import annotations
 
