@@ -416,7 +416,11 @@ class _Search:
             keys = arrow_level.first_per_state(every)
             self.timer.mark("firsts")
             new = arrow_level.in_tlc_order(self._driver_seen(depth - 1).unseen(keys))
-            picked = {"_i": new["_i"], "_ord": arrow_level.positions(new.num_rows)}
+            # The depth is a column of the picked rows, not a literal: Spark writes an integer literal
+            # into the generated code, so each level's fetch compiled two classes of its own (Janino
+            # on the driver, then both JIT compilers again: bk_v413_rrf recompiled them every level).
+            picked = {"_i": new["_i"], "_ord": arrow_level.positions(new.num_rows),
+                      "_depth": pa.array(np.full(new.num_rows, depth, dtype=np.int32))}
             if repeats:
                 picked["_i"] = every["_i"].take(SeenFilter.holders(every, new))
                 picked.update({c: new[c] for c in path})
@@ -428,14 +432,16 @@ class _Search:
             new = checkpoint(self.unseen(firsts, depth - 1, n_seen) if anti_join else firsts)
             self.timer.mark("unseen")
             order = checkpoint(new.orderBy("_key", "_fp", "_fp2")
-                               .select("_i", F.monotonically_increasing_id().alias("_ord")))
+                               .select("_i", F.monotonically_increasing_id().alias("_ord"),
+                                       F.lit(depth).cast("int").alias("_depth")))
             n_picked = order.count()
             if SEEN in rows.columns:
                 # Repeats within the level blanked: the path columns of the first row in TLC's order,
                 # the state's from the row that kept them (SeenFilter.repeats).
                 holders = (rows.where(~F.col(SEEN)).groupBy("_fp", "_fp2").agg(F.min("_i").alias("_h")))
                 paths = self._by_row_id(rows.select("_i", "_fp", "_fp2", *path), order, "inner", n_picked)
-                order = checkpoint(paths.join(holders, ["_fp", "_fp2"]).select(F.col("_h").alias("_i"), "_ord", *path))
+                order = checkpoint(paths.join(holders, ["_fp", "_fp2"]).select(F.col("_h").alias("_i"), "_ord", "_depth",
+                                                                                 *path))
                 if order.count() != n_picked:
                     raise SeenFilter.out_of_step()
             picked_ids = order
@@ -443,7 +449,7 @@ class _Search:
         if SEEN in rows.columns:
             rows = rows.drop(*path)
         cand = self._by_row_id(rows, order, "inner", n_picked).select(
-            *self.vars, "_fp", "_fp2", F.lit(depth).cast("int").alias("_depth"), "_ord",
+            *self.vars, "_fp", "_fp2", "_depth", "_ord",
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
             F.expr(self.in_model_expr).alias("_in_model"), *([SEEN] if SEEN in rows.columns else []),
         )

@@ -160,12 +160,13 @@ def test_a_level_keeps_one_row_per_fingerprint_whatever_the_order(spark, tmp_pat
 
 
 @pytest.mark.parametrize("where", ["driver", "spark", "spark_in_spark"])
-def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(capsys, tmp_path, monkeypatch, where):
+def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(spark, capsys, tmp_path, monkeypatch, where):
     """Ledger chaining with two clients, repeats within a level blanked (the default) and not
     (SSE_LEVEL_FILTER=0): the stored states are the same, with the same parent, action and order
     (the first path in TLC's order), for levels finished on the driver, by Spark with the keys on the
     driver, and by Spark alone. On the driver, rows of states not stored before were blanked, and
-    each level's rows that kept their columns hold one row a state."""
+    each level's rows that kept their columns hold one row a state. Each state is stored with its
+    level's depth, and Spark levels with the keys on the driver compile no new code after the first two."""
     from engine import checker, expand
     from engine.model import load_model
     if where != "driver":
@@ -176,14 +177,37 @@ def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(capsys, 
     real = expand.HeldExpansion.successors
     monkeypatch.setattr(expand.HeldExpansion, "successors",
                         lambda self, *a, **k: outputs.append(real(self, *a, **k)) or outputs[-1])
+    # Janino's compilations (Spark's CodegenMetrics) during each Spark level. With the keys on the
+    # driver, the held plan's code is compiled once and each level's fetch of its new states is the
+    # same code again (the depth a column, not a literal Spark writes into the code): before, every
+    # level compiled two classes of its own. (Allowed: one level's pair, as a class the JVM-wide
+    # code cache let go. Spark alone plans its shuffles afresh each level, with new stage numbers.)
+    compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    per_level = []
+    real_level = checker._Search._spark_level
+
+    def counted_level(self, *a, **k):
+        before = compiled.getCount()
+        try:
+            return real_level(self, *a, **k)
+        finally:
+            per_level.append(compiled.getCount() - before)
+    monkeypatch.setattr(checker._Search, "_spark_level", counted_level)
     small = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2")
     tables = {}
     for level_filter in ("1", "0"):
         monkeypatch.setenv("SSE_LEVEL_FILTER", level_filter)
         outputs.clear()
+        per_level.clear()
         res = _check(capsys, tmp_path / level_filter, "ledger_chaining", *small)
         states = DeltaTable(res["tables"]["states"]).to_pyarrow_table()
         tables[level_filter] = states.sort_by([("_depth", "ascending"), ("_ord", "ascending")])
+        levels = DeltaTable(res["tables"]["levels"]).to_pyarrow_table(columns=["depth", "new_states"]).to_pylist()
+        by_depth = states.group_by("_depth").aggregate([("_ord", "count")]).to_pylist()
+        assert {r["_depth"]: r["_ord_count"] for r in by_depth} == \
+            {r["depth"]: r["new_states"] for r in levels if r["new_states"]}
+        if where == "spark":
+            assert len(per_level) > 10 and sum(per_level[2:]) <= 2, per_level
         if where == "driver" and level_filter == "1":
             assert outputs
             stored, repeats = set(), 0
