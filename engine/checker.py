@@ -61,6 +61,12 @@ ARROW_LEVEL_BYTES = int(os.environ.get("SSE_ARROW_LEVEL_BYTES", str(768 << 20)))
 # with the actions' union planned once per run that outweighs evaluating them on the repeats too
 # (ledger chaining 87.6 s -> 63.9 s against the 20,000 this was, bk_master_2b_sym 143.9 s -> 131.6 s).
 INLINE_ANNOTATION = int(os.environ.get("SSE_INLINE_ANNOTATION", "1000000"))
+# Where the actions' job blanks repeats within the level (engine.seen_filter), it evaluates the
+# constraint and invariants on one row a new state whatever the level's size, as a job of their own
+# would, without sending the new states back to Spark: bk_v413_rrf's largest driver level (140,756
+# new states of about 2 KB) spent 5.0 to 5.6 s in that job. SSE_ANNOTATE_BLANKED_INLINE=0: by
+# INLINE_ANNOTATION alone.
+ANNOTATE_BLANKED_INLINE = os.environ.get("SSE_ANNOTATE_BLANKED_INLINE", "1") != "0"
 # A level expected to generate at most this many successors runs its Spark jobs without code
 # generation (``interpreted``): generating the Java source of every action's operators each level
 # cost ledger chaining about 0.3 s of a handful of states' 0.5 s job, and the first levels compiled
@@ -770,7 +776,8 @@ class _Search:
         # evaluated in the same job; over many, in a second job over the new states alone (on ledger
         # chaining's largest levels, one in six successors is new and the invariants' lambdas were
         # half of the job's time).
-        inline = n_frontier * self._fanout() <= INLINE_ANNOTATION
+        inline = (n_frontier * self._fanout() <= INLINE_ANNOTATION
+                  or ANNOTATE_BLANKED_INLINE and self.seen_filter.repeats)
         self.seen_filter.open_level()
         succ = self._expand_arrow(depth, n_frontier, inline)
         self.timer.mark("expand")

@@ -201,6 +201,7 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
             held_calls.clear()
             monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
             monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline_rows)
+            monkeypatch.setattr(checker, "ANNOTATE_BLANKED_INLINE", inline_rows != 0)
             monkeypatch.setattr(checker, "BROADCAST_ROWS", broadcast_rows)
             monkeypatch.setattr(checker, "INTERPRET_BELOW", interpret_rows)
             monkeypatch.setattr(checker, "NARROW_ON_DRIVER", 0 if tag == "spark_shuffled" else narrow)
