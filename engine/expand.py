@@ -656,6 +656,15 @@ class HeldExpansion:
             self._cache_level = self._cache_rdd.getStorageLevel()
         return out
 
+    def rows(self, frontier: pa.Table) -> DataFrame | None:
+        """``frontier`` (rows of the leaf's columns) written to the files and read as a DataFrame of
+        a partition a file, read when its job runs (checkpoint it before the files are written
+        again); None unless ``switched`` and planned (``prepare``)."""
+        if not self.switched or self._files_rdd is None:
+            return None
+        self._write(frontier)
+        return rows_frame(self.spark, self._files_rdd, nullable(self.leaf_schema))
+
     def _run_switched(self, annotate: bool, tasks: int | None) -> pa.Table:
         """The held plan's job over the files just written: the leaf points at a fresh RDD over
         them (a new RDD a level, so that nothing cached from the level before is read), kept as

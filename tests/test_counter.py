@@ -181,12 +181,19 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     reference's counts, deadlock and violation. Driver levels run the union planned once per run
     (engine.expand.HeldExpansion), or with SSE_FIXED_PLAN=0 the union planned again for each level:
     both give the same search. Small levels' jobs run interpreted (INTERPRET_BELOW), the alternating
-    variant's compiled: the same search."""
+    variant's compiled: the same search. In the alternating variant each Spark level reads its
+    frontier from the driver's copy of the level before (``_driver_frontier``)."""
     from engine import checker, expand
-    held_calls = []
-    real_successors = expand.HeldExpansion.successors
+    held_calls, copies = [], []
+    real_successors, real_rows = expand.HeldExpansion.successors, expand.HeldExpansion.rows
     monkeypatch.setattr(expand.HeldExpansion, "successors",
                         lambda self, *a, **k: held_calls.append(1) or real_successors(self, *a, **k))
+
+    def rows(self, *a, **k):
+        got = real_rows(self, *a, **k)
+        copies.extend([] if got is None else [got])
+        return got
+    monkeypatch.setattr(expand.HeldExpansion, "rows", rows)
     inline, broadcast, interpret = checker.INLINE_ANNOTATION, checker.BROADCAST_ROWS, checker.INTERPRET_BELOW
     narrow = checker.NARROW_ON_DRIVER
     auto = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
@@ -199,6 +206,7 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
                 ("per_level_plan", lambda self, depth, n: True, inline, broadcast, "0", interpret)):
             monkeypatch.setenv("SSE_FIXED_PLAN", fixed)
             held_calls.clear()
+            copies.clear()
             monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
             monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline_rows)
             monkeypatch.setattr(checker, "ANNOTATE_BLANKED_INLINE", inline_rows != 0)
@@ -221,6 +229,8 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
             assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
             # Driver levels used the held plan unless it was turned off; Spark levels never do.
             assert bool(held_calls) == (tag in ("alternating", "annotated_after")), (tag, len(held_calls))
+            # A Spark level after a driver level reads its frontier from the driver's copy.
+            assert bool(copies) == (tag == "alternating"), (tag, len(copies))
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", auto)
 
