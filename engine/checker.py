@@ -754,8 +754,9 @@ class _Search:
         states) waited 2.3 to 2.7 s for the level's Parquet files to be committed, and then took 7.8 s
         to read them and spread them by ``_ord`` over its partitions (a shuffle of every state)."""
         union = self.held_union
-        if self.held is None or self.held[0] != depth or union is None or union.parts != parts:
-            return None
+        if (not self.hold_spark or self.held is None or self.held[0] != depth or union is None
+                or union.parts != parts):
+            return None  # (without the held plan, the level reads the store: ``_frontier``)
         return union.rows(self._kept_leaf(self.held[1].select(self.table_cols)))
 
     @staticmethod
