@@ -797,7 +797,8 @@ class _Search:
         # The constraint and the invariants concern new states only. Over a few successors they are
         # evaluated in the same job; over many, in a second job over the new states alone (on ledger
         # chaining's largest levels, one in six successors is new and the invariants' lambdas were
-        # half of the job's time).
+        # half of the job's time), unless the job blanks repeats and so evaluates them on one row a
+        # new state already (ANNOTATE_BLANKED_INLINE).
         inline = (n_frontier * self._fanout() <= INLINE_ANNOTATION
                   or ANNOTATE_BLANKED_INLINE and self.seen_filter.repeats)
         self.seen_filter.open_level()
