@@ -63,6 +63,20 @@ def test_malformed_schema_names_the_file(capsys, tmp_path, model_copy):
     assert code == 2 and str(f) in err and "not valid YAML" in err
 
 
+@pytest.mark.parametrize("bad", ["arrray<int>", "int, `x` string"])
+def test_variable_type_spark_does_not_know_names_the_variable(capsys, tmp_path, model_copy, bad):
+    """The state's types are parsed in one call; a declaration Spark refuses (or one that would read
+    as two columns) is still named by its variable and the schema file."""
+    f = model_copy / "schemas" / "ledger_chaining.yml"
+    text = f.read_text()
+    assert text.count("    type: array<int>\n") == 1
+    f.write_text(text.replace("    type: array<int>\n", f"    type: \"{bad}\"\n"))
+    code, _, err = run_cli(capsys, "--models", str(model_copy), "check", "ledger_chaining",
+                           "--warehouse", str(tmp_path / "wh"))
+    assert code == 2 and str(f) in err and f"{bad!r} is not a Spark SQL type" in err, err
+    assert not (tmp_path / "wh").exists()
+
+
 def test_undeclared_sql_file_is_rejected(capsys, tmp_path, model_copy):
     (model_copy / "actions_sql" / "ledger_chaining" / "Stray.sql").write_text("-- x\ntrue\n")
     code, _, err = run_cli(capsys, "--models", str(model_copy), "models")
