@@ -178,13 +178,14 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     Spark and its rows fetched by shuffled joins), levels alternating between the two (so each path starts from the
     other's stored level and seen states), and every level on the driver with the constraint and
     invariants evaluated on the new states in a job of their own (as for large levels) give the
-    reference's counts, deadlock and violation. Driver levels run the union planned once per run
+    reference's counts, deadlock and violation. Over the same large levels with repeats blanked in the
+    actions' job (``ANNOTATE_BLANKED_INLINE``), the invariants stay in that job: no second job. Driver levels run the union planned once per run
     (engine.expand.HeldExpansion), or with SSE_FIXED_PLAN=0 the union planned again for each level:
     both give the same search. Small levels' jobs run interpreted (INTERPRET_BELOW), the alternating
     variant's compiled: the same search. In the alternating variant each Spark level reads its
     frontier from the driver's copy of the level before (``_driver_frontier``)."""
     from engine import checker, expand
-    held_calls, copies = [], []
+    held_calls, copies, annotated = [], [], []
     real_successors, real_rows = expand.HeldExpansion.successors, expand.HeldExpansion.rows
     monkeypatch.setattr(expand.HeldExpansion, "successors",
                         lambda self, *a, **k: held_calls.append(1) or real_successors(self, *a, **k))
@@ -194,22 +195,27 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
         copies.extend([] if got is None else [got])
         return got
     monkeypatch.setattr(expand.HeldExpansion, "rows", rows)
+    real_annotate = checker._Search._annotate_arrow
+    monkeypatch.setattr(checker._Search, "_annotate_arrow",
+                        lambda self, *a, **k: annotated.append(1) or real_annotate(self, *a, **k))
     inline, broadcast, interpret = checker.INLINE_ANNOTATION, checker.BROADCAST_ROWS, checker.INTERPRET_BELOW
     narrow = checker.NARROW_ON_DRIVER
     auto = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     try:
-        for tag, on_driver, inline_rows, broadcast_rows, fixed, interpret_rows in (
-                ("spark", lambda self, depth, n: False, inline, broadcast, "1", interpret),
-                ("spark_shuffled", lambda self, depth, n: False, inline, 0, "1", interpret),
-                ("alternating", lambda self, depth, n: depth % 2 == 0, inline, broadcast, "1", -1),
-                ("annotated_after", lambda self, depth, n: True, 0, broadcast, "1", interpret),
-                ("per_level_plan", lambda self, depth, n: True, inline, broadcast, "0", interpret)):
+        for tag, on_driver, inline_rows, broadcast_rows, fixed, interpret_rows, blanked_inline in (
+                ("spark", lambda self, depth, n: False, inline, broadcast, "1", interpret, True),
+                ("spark_shuffled", lambda self, depth, n: False, inline, 0, "1", interpret, True),
+                ("alternating", lambda self, depth, n: depth % 2 == 0, inline, broadcast, "1", -1, True),
+                ("annotated_after", lambda self, depth, n: True, 0, broadcast, "1", interpret, False),
+                ("blanked_inline", lambda self, depth, n: True, 0, broadcast, "1", interpret, True),
+                ("per_level_plan", lambda self, depth, n: True, inline, broadcast, "0", interpret, True)):
             monkeypatch.setenv("SSE_FIXED_PLAN", fixed)
             held_calls.clear()
             copies.clear()
+            annotated.clear()
             monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
             monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline_rows)
-            monkeypatch.setattr(checker, "ANNOTATE_BLANKED_INLINE", inline_rows != 0)
+            monkeypatch.setattr(checker, "ANNOTATE_BLANKED_INLINE", blanked_inline)
             monkeypatch.setattr(checker, "BROADCAST_ROWS", broadcast_rows)
             monkeypatch.setattr(checker, "INTERPRET_BELOW", interpret_rows)
             monkeypatch.setattr(checker, "NARROW_ON_DRIVER", 0 if tag == "spark_shuffled" else narrow)
@@ -228,7 +234,10 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
                                  "--set", "Limit=5")
             assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
             # Driver levels used the held plan unless it was turned off; Spark levels never do.
-            assert bool(held_calls) == (tag in ("alternating", "annotated_after")), (tag, len(held_calls))
+            assert bool(held_calls) == (tag in ("alternating", "annotated_after", "blanked_inline")), \
+                (tag, len(held_calls))
+            # Invariants in a second job only when a large driver level's repeats are not blanked.
+            assert bool(annotated) == (tag == "annotated_after"), (tag, len(annotated))
             # A Spark level after a driver level reads its frontier from the driver's copy.
             assert bool(copies) == (tag == "alternating"), (tag, len(copies))
     finally:
