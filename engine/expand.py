@@ -79,13 +79,12 @@ def state_schema(spark: SparkSession, model: Model) -> StructType:
     fields = []
     for v in model.variables:
         try:
-            got = spark.createDataFrame([], f"`{v.name}` {v.type}").schema.fields
+            got, why = spark.createDataFrame([], f"`{v.name}` {v.type}").schema.fields, None
         except PySparkException as exc:
-            raise ModelError(f"{model.schema_path}: variable {v.name}: {v.type!r} is not a Spark SQL type "
-                             f"({_spark_message(exc)})") from None
+            got, why = [], _spark_message(exc)
         if len(got) != 1:
             raise ModelError(f"{model.schema_path}: variable {v.name}: {v.type!r} is not a Spark SQL type "
-                             f"(it reads as {len(got)} columns)")
+                             f"({why or f'it reads as {len(got)} columns'})") from None
         fields.append(StructField(v.name, got[0].dataType, True))
     return StructType(fields)
 
