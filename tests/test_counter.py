@@ -179,9 +179,9 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     other's stored level and seen states), and every level on the driver with the constraint and
     invariants evaluated on the new states in a job of their own (as for large levels) give the
     reference's counts, deadlock and violation. Over the same large levels with repeats blanked in the
-    actions' job (``ANNOTATE_BLANKED_INLINE``), the invariants stay in that job: no second job. Driver levels run the union planned once per run
-    (engine.expand.HeldExpansion), or with SSE_FIXED_PLAN=0 the union planned again for each level:
-    both give the same search. Small levels' jobs run interpreted (INTERPRET_BELOW), the alternating
+    actions' job (``ANNOTATE_BLANKED_INLINE``), the invariants stay in that job: no second job.
+    Driver levels run the union planned once per run (engine.expand.HeldExpansion), or with
+    SSE_FIXED_PLAN=0 the union planned again for each level: both give the same search. Small levels' jobs run interpreted (INTERPRET_BELOW), the alternating
     variant's compiled: the same search. In the alternating variant each Spark level reads its
     frontier from the driver's copy of the level before (``_driver_frontier``)."""
     from engine import checker, expand
