@@ -1,5 +1,6 @@
 """The benchmark script's helpers (no Spark): case parsing, process CPU time, the _benchmarks table."""
 import importlib.util
+import json
 import os
 
 import pytest
@@ -99,8 +100,10 @@ def test_core_scaling_times_both_masters_and_prints_the_ratio():
 
 
 def _load(name):
+    import sys
     spec = importlib.util.spec_from_file_location(name, ROOT / "pipelines" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # (a module's dataclasses look their module up there)
     spec.loader.exec_module(mod)
     return mod
 
@@ -302,3 +305,70 @@ def test_plan_union_times_the_branches_planned_one_way_and_the_other(spark, caps
     assert [r[0] for r in reps] == ["1", "2"] and all(float(a) > 0 and float(b) > 0 for _, a, b in reps)
     n = re.search(r"successors: (\d+) one way, (\d+) the other, the same", out)
     assert n and n.group(1) == n.group(2) and int(n.group(1)) > 0
+
+
+def test_versus_tlc_reads_tlcs_figures_and_its_findings():
+    """TLC's own output: the figures of a completed run (``tests/tlc_output/lc_c3_lim4.txt``, as TLC
+    printed it for the oracle's configuration on 2026-11-27), an invariant from its counterexample
+    (the oracle's ``bk_v413.txt``), and output with no result, refused with its last lines."""
+    from test_ledger_chaining import TLC_DEPTH, TLC_DISTINCT, TLC_GENERATED
+    vs = _load("versus_tlc")
+    done = vs.tlc_figures((ROOT / "tests" / "tlc_output" / "lc_c3_lim4.txt").read_text())
+    assert (done.result, done.distinct, done.generated, done.depth) == ("ok", TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH)
+    trace = ROOT.parent / "shared" / "oracle" / "traces" / "bk_v413.txt"
+    if trace.exists():
+        found = vs.tlc_figures(trace.read_text())
+        assert (found.result, found.distinct, found.depth) == \
+            ("invariant_violated:NoDivergenceBetweenWriterAndMetaData", None, None)
+    with pytest.raises(ValueError, match=r"TLC printed no result; its last lines:\nTLC2 Version 2.19\nStarting\.\.\. "):
+        vs.tlc_figures("TLC2 Version 2.19\nStarting... (2026-11-27 09:18:48)\n")
+    # The engine's JSON against TLC's figures: the same, then a count apart.
+    engine = {"result": "ok", "violated_invariant": None, "distinct_states": TLC_DISTINCT,
+              "states_generated": TLC_GENERATED, "depth": TLC_DEPTH}
+    assert vs.disagreement(done, vs.engine_figures(json.dumps(engine))) is None
+    engine["distinct_states"] -= 1
+    assert vs.disagreement(done, vs.engine_figures(json.dumps(engine))) == (
+        f"TLC: {TLC_DISTINCT:,} distinct, {TLC_GENERATED:,} generated, depth {TLC_DEPTH}; engine: "
+        f"{TLC_DISTINCT - 1:,} distinct, {TLC_GENERATED:,} generated, depth {TLC_DEPTH}")
+    engine.update(result="invariant_violated", violated_invariant="TypeOK")
+    assert vs.disagreement(done, vs.engine_figures(json.dumps(engine))) == \
+        "TLC found ok, the engine invariant_violated:TypeOK"
+
+
+def test_versus_tlc_counts_the_cpu_of_a_child_left_running():
+    """A process that starts a child and exits before it (PySpark leaves its JVM so): the wall time
+    ends with the process, the CPU seconds include the child's, followed until it ends."""
+    import sys
+    vs = _load("versus_tlc")
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.8: pass\n"
+    parent = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {burn!r}])\ntime.sleep(0.5)\n"
+    got = vs.timed([sys.executable, "-c", parent], ROOT)
+    assert got.returncode == 0 and got.wall_s < 0.5 + 0.8
+    assert got.cpu_s >= 0.8 - 0.2  # (the child's last sample may be up to 0.1 s before it ended)
+
+
+def test_versus_tlc_refuses_what_it_cannot_run(tmp_path, capsys):
+    """Each missing piece is named before anything runs: TLC's jar, the spec's module in the spec
+    folder, a configuration file for constants set on the case, a model that does not exist."""
+    vs = _load("versus_tlc")
+    jar, specs = tmp_path / "tla2tools.jar", tmp_path / "specs"
+
+    def refused(*argv: str) -> str:
+        with pytest.raises(SystemExit) as exc:
+            vs.main([*argv, "--no-record"])
+        assert exc.value.code == 2
+        return capsys.readouterr().err.strip().splitlines()[-1]
+    assert refused("ledger_chaining", "--tlc", str(jar), "--spec-dir", str(specs)).endswith(
+        f"--tlc {jar}: not a file (TLC's tla2tools.jar, or $SSE_TLC_JAR)")
+    jar.write_bytes(b"")
+    assert refused("ledger_chaining", "--tlc", str(jar), "--spec-dir", str(specs)).endswith(
+        f"--spec-dir {specs}: not a folder (the spec's modules, or $SSE_TLC_SPECS)")
+    specs.mkdir()
+    assert refused("ledger_chaining", "--tlc", str(jar), "--spec-dir", str(specs)).endswith(
+        f"--spec-dir {specs}: no LedgerChaining.tla (the module {ROOT / 'schemas' / 'ledger_chaining.yml'} names)")
+    (specs / "LedgerChaining.tla").write_text("---- MODULE LedgerChaining ----\n====\n")
+    assert refused("ledger_chaining+LedgerLimit=3", "--tlc", str(jar), "--spec-dir", str(specs)).endswith(
+        "ledger_chaining+LedgerLimit=3: constants set on the case need a --cfg of their own for TLC")
+    assert refused("ledger_chaining", "--tlc", str(jar), "--spec-dir", str(specs), "--cfg",
+                   str(tmp_path / "x.cfg")).endswith(f"--cfg {tmp_path / 'x.cfg'}: not a file")
+    assert "no_such_model" in refused("no_such_model", "--tlc", str(jar), "--spec-dir", str(specs))

@@ -1,0 +1,299 @@
+"""The engine against TLC on the same configuration, cold, end to end, in alternating pairs.
+
+    python pipelines/versus_tlc.py CASE --tlc tla2tools.jar --spec-dir DIR [--cfg FILE] [--pairs 3]
+                                   [--workers 2] [--java java] [--warehouse DIR] [--no-record]
+
+Issue 7 asks for ledger chaining "within 1.5x TLC's time, Spark start-up included", and for the
+largest oracle configuration TLC completes in minutes to run faster than TLC. On this kind of
+machine the speed of the cores drifts by half within minutes (TLC's ledger chaining took 10.9 s and
+16.5 s ten minutes apart on 2026-11-27), so a figure from one run of each, taken at different
+times, says little. This runs both, one after the other, ``--pairs`` times, the order swapped each
+pair (TLC first in the first pair, the engine first in the second, ...), and prints each pair's
+ratio and the median of the ratios.
+
+Both run as a user runs them, in fresh processes, timed from start to exit:
+- TLC: ``java -XX:+UseParallelGC -cp JAR tlc2.TLC -workers W [-deadlock] -config CFG -metadir TMP
+  MODULE`` in ``--spec-dir`` (the folder with the spec's modules, from the repository the model's
+  schema names under ``source``). ``-deadlock`` (TLC's switch that turns the deadlock check off)
+  is given when the engine's configuration does not check deadlocks.
+- the engine: ``python -m engine check MODEL --config CONFIG --warehouse TMP --json --quiet
+  --no-server``: Python's start, Spark's, the model's analysis, the search and every table written.
+
+CASE is the benchmark's: ``MODEL[:CONFIG]``. The configuration's TLC file is
+``../shared/oracle/cfg/<CONFIG>.cfg`` beside the checkout unless ``--cfg`` names one; a case with
+``+CONST=VALUE`` overrides needs a ``--cfg`` of its own. CPU seconds are those of each process tree
+(``os.wait4``). Both must find the same result, and for a run without a finding the same distinct
+states, states generated and depth: otherwise the pair is reported and the command fails.
+
+Each pair is appended to the Delta table ``<warehouse>/_versus_tlc`` unless ``--no-record``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "pipelines"))
+
+from engine.errors import EXIT_DEADLOCK, EXIT_OK, EXIT_VIOLATION, EngineError  # noqa: E402
+from engine.model import load_model, parse_case, resolve_run  # noqa: E402
+
+ORACLE_CFG = ROOT.parent / "shared" / "oracle" / "cfg"
+TARGET = 1.5  # issue 7: ledger chaining within 1.5x TLC's time
+
+
+@dataclass
+class Timed:
+    wall_s: float
+    cpu_s: float
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class Figures:
+    result: str  # "ok", "invariant_violated:<name>" or "deadlock"
+    distinct: int | None
+    generated: int | None
+    depth: int | None
+
+
+_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command's name (None once the process is gone)."""
+    try:
+        s = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return s[s.rindex(")") + 2:].split()
+
+
+def _descendants(root: int) -> list[tuple[int, int]]:
+    """(pid, parent's pid) of every descendant of ``root``."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            f = _stat(int(name))
+            if f:
+                children.setdefault(int(f[1]), []).append(int(name))
+    found, stack = [], [root]
+    while stack:
+        parent = stack.pop()
+        for pid in children.get(parent, []):
+            found.append((pid, parent))
+            stack.append(pid)
+    return found
+
+
+def _cpu(pid: int) -> float | None:
+    """User + system CPU seconds of ``pid`` and of the children it reaped."""
+    f = _stat(pid)
+    return None if f is None else sum(int(x) for x in f[11:15]) / _TCK
+
+
+def timed(argv: list[str], cwd: Path) -> Timed:
+    """Run ``argv`` in ``cwd``: its wall time from start to exit, and the CPU seconds of its process
+    tree. The kernel's figure for the process (``os.wait4``) counts the children it reaped; a child
+    it leaves behind (PySpark does not wait for the JVM it started, which exits once Python has) is
+    sampled every 0.2 s while it lives and counted at its last sample."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: dict[str, str] = {}
+    last: dict[int, float] = {}
+    parents: dict[int, int] = {}
+    done = threading.Event()
+
+    def drain(name, stream):
+        out[name] = stream.read()
+
+    def sample():
+        while not done.wait(0.2):
+            for pid, parent in _descendants(proc.pid):
+                got = _cpu(pid)
+                if got is not None:
+                    last[pid], parents[pid] = got, parent
+    threads = [threading.Thread(target=drain, args=(n, s), daemon=True) for n, s in (("out", proc.stdout),
+                                                                                     ("err", proc.stderr))]
+    threads.append(threading.Thread(target=sample, daemon=True))
+    for t in threads:
+        t.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    done.set()
+    for t in threads:
+        t.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    # The descendants still alive were not reaped by it: followed until they end. (One whose parent
+    # is among them is counted in that parent's figure, which counts the children it reaped.)
+    left = [pid for pid in last if _stat(pid) is not None]
+    orphans = [pid for pid in left if parents.get(pid) not in left]
+    deadline = time.monotonic() + 60
+    while left and time.monotonic() < deadline:
+        for pid in left:
+            got = _cpu(pid)
+            if got is not None:
+                last[pid] = got
+        time.sleep(0.1)
+        left = [pid for pid in left if _stat(pid) is not None]
+    return Timed(wall, usage.ru_utime + usage.ru_stime + sum(last[p] for p in orphans), proc.returncode,
+                 out.get("out", ""), out.get("err", ""))
+
+
+_COUNTS = re.compile(r"^([\d,]+) states generated, ([\d,]+) distinct states found, [\d,]+ states left on queue\.",
+                     re.MULTILINE)
+_DEPTH = re.compile(r"^The depth of the complete state graph search is (\d+)\.", re.MULTILINE)
+_INVARIANT = re.compile(r"^Error: Invariant (\S+) is violated", re.MULTILINE)
+
+
+def tlc_figures(output: str) -> Figures:
+    """TLC's result and final figures from what it printed; ValueError when it printed no result."""
+    counts = _COUNTS.findall(output)
+    depth = _DEPTH.search(output)
+    inv = _INVARIANT.search(output)
+    if inv:
+        result = f"invariant_violated:{inv.group(1)}"
+    elif re.search(r"^Error: Deadlock reached", output, re.MULTILINE):
+        result = "deadlock"
+    elif "Model checking completed. No error has been found." in output:
+        result = "ok"
+    else:
+        tail = "\n".join(output.strip().splitlines()[-5:])
+        raise ValueError(f"TLC printed no result; its last lines:\n{tail}")
+    generated, distinct = (int(x.replace(",", "")) for x in counts[-1]) if counts else (None, None)
+    return Figures(result, distinct, generated, int(depth.group(1)) if depth else None)
+
+
+def engine_figures(stdout: str) -> Figures:
+    res = json.loads(stdout)
+    result = res["result"]
+    if result == "invariant_violated":
+        result = f"invariant_violated:{res['violated_invariant']}"
+    return Figures(result, res["distinct_states"], res["states_generated"], res["depth"])
+
+
+def disagreement(tlc: Figures, eng: Figures) -> str | None:
+    """Why the two runs disagree, or None. Figures are compared only for runs without a finding (TLC
+    stops within a level at a violation, the engine at the end of it)."""
+    if tlc.result != eng.result:
+        return f"TLC found {tlc.result}, the engine {eng.result}"
+    if tlc.result == "ok" and (tlc.distinct, tlc.generated, tlc.depth) != (eng.distinct, eng.generated, eng.depth):
+        return (f"TLC: {tlc.distinct:,} distinct, {tlc.generated:,} generated, depth {tlc.depth}; engine: "
+                f"{eng.distinct:,} distinct, {eng.generated:,} generated, depth {eng.depth}")
+    return None
+
+
+def run_tlc(java: str, jar: Path, spec_dir: Path, module: str, cfg: Path, workers: int, deadlock: bool) -> Timed:
+    with tempfile.TemporaryDirectory(prefix="sse-tlc-") as meta:
+        argv = [java, "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-workers", str(workers),
+                *([] if deadlock else ["-deadlock"]), "-config", str(cfg), "-metadir", meta, module]
+        return timed(argv, spec_dir)
+
+
+def run_engine(model: str, config: str, sets: list[str], models: Path | None) -> Timed:
+    with tempfile.TemporaryDirectory(prefix="sse-vs-") as wh:
+        argv = [sys.executable, "-m", "engine", *(["--models", str(models)] if models else []), "check", model,
+                "--config", config, *[x for s in sets for x in ("--set", s)], "--warehouse", wh, "--json",
+                "--quiet", "--no-server"]
+        return timed(argv, ROOT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("case", help="MODEL[:CONFIG] (the benchmark's CASE)")
+    p.add_argument("--tlc", type=Path, default=os.environ.get("SSE_TLC_JAR"),
+                   help="TLC's tla2tools.jar (default: $SSE_TLC_JAR)")
+    p.add_argument("--spec-dir", type=Path, default=os.environ.get("SSE_TLC_SPECS"),
+                   help="the folder with the spec's modules (default: $SSE_TLC_SPECS)")
+    p.add_argument("--cfg", type=Path, default=None, help="TLC's configuration file "
+                   "(default: ../shared/oracle/cfg/<CONFIG>.cfg beside the checkout)")
+    p.add_argument("--pairs", type=int, default=3, help="runs of each, alternating (default 3)")
+    p.add_argument("--workers", type=int, default=2, help="TLC's -workers (default 2, as the oracle)")
+    p.add_argument("--java", default="java", help="the java TLC runs on (default: java on the PATH)")
+    p.add_argument("--models", type=Path, default=None, help="folder with schemas/ and actions_sql/")
+    p.add_argument("--warehouse", type=Path, default=ROOT / "warehouse",
+                   help="where the _versus_tlc Delta table is appended to")
+    p.add_argument("--no-record", action="store_true", help="print only; do not append to _versus_tlc")
+    args = p.parse_args(argv)
+    if args.pairs < 1:
+        p.error(f"--pairs {args.pairs}: at least 1")
+    if args.tlc is None or not Path(args.tlc).is_file():
+        p.error(f"--tlc {args.tlc}: not a file (TLC's tla2tools.jar, or $SSE_TLC_JAR)")
+    if args.spec_dir is None or not Path(args.spec_dir).is_dir():
+        p.error(f"--spec-dir {args.spec_dir}: not a folder (the spec's modules, or $SSE_TLC_SPECS)")
+    model_name, config, sets = parse_case(args.case)
+    try:
+        spec = resolve_run(load_model(model_name, args.models), config, sets, None, None)
+    except EngineError as exc:
+        p.error(f"{args.case}: {exc}")
+    module = spec.model.source.get("module")
+    if not module:
+        p.error(f"{spec.model.schema_path}: no source module (schema's source: module) to give TLC")
+    if not (args.spec_dir / module).is_file():
+        p.error(f"--spec-dir {args.spec_dir}: no {module} (the module {spec.model.schema_path} names)")
+    if sets and args.cfg is None:
+        p.error(f"{args.case}: constants set on the case need a --cfg of their own for TLC")
+    cfg = Path(args.cfg or ORACLE_CFG / f"{spec.config}.cfg").resolve()
+    if not cfg.is_file():
+        p.error(f"--cfg {cfg}: not a file")
+    jar, spec_dir = Path(args.tlc).resolve(), Path(args.spec_dir).resolve()
+
+    print(f"case     {args.case} ({model_name}:{spec.config}; TLC: {module} with {cfg}, "
+          f"{args.workers} workers{'' if spec.deadlock else ', -deadlock'})", flush=True)
+    rows, failed = [], []
+    for i in range(args.pairs):
+        order = ("tlc", "engine") if i % 2 == 0 else ("engine", "tlc")
+        got: dict[str, Timed] = {}
+        for who in order:
+            got[who] = (run_tlc(args.java, jar, spec_dir, module, cfg, args.workers, spec.deadlock) if who == "tlc"
+                        else run_engine(model_name, spec.config, sets, args.models))
+        t, e = got["tlc"], got["engine"]
+        if e.returncode not in (EXIT_OK, EXIT_DEADLOCK, EXIT_VIOLATION):
+            raise SystemExit(f"the engine failed (exit {e.returncode}):\n{e.stderr[-3000:]}")
+        try:
+            tf = tlc_figures(t.stdout + t.stderr)
+        except ValueError as exc:
+            raise SystemExit(f"TLC (exit {t.returncode}): {exc}") from None
+        ef = engine_figures(e.stdout)
+        why = disagreement(tf, ef)
+        ratio = e.wall_s / t.wall_s
+        print(f"pair {i + 1}  ({' then '.join(order)})  TLC {t.wall_s:6.1f} s ({t.cpu_s:6.1f} CPU-s)   engine "
+              f"{e.wall_s:6.1f} s ({e.cpu_s:6.1f} CPU-s)   engine/TLC {ratio:.2f}x"
+              + (f"   DISAGREE: {why}" if why else ""), flush=True)
+        if why:
+            failed.append(why)
+        rows.append({"case": args.case, "pair": i + 1, "first": order[0], "tlc_s": round(t.wall_s, 3),
+                     "tlc_cpu_s": round(t.cpu_s, 3), "engine_s": round(e.wall_s, 3), "engine_cpu_s": round(e.cpu_s, 3),
+                     "ratio": round(ratio, 4), "result": ef.result, "distinct": ef.distinct,
+                     "generated": ef.generated, "depth": ef.depth, "tlc_workers": args.workers})
+    ratios = [r["ratio"] for r in rows]
+    med = statistics.median(ratios)
+    print(f"result   {rows[0]['result']}: {rows[0]['distinct']:,} distinct, {rows[0]['generated']:,} generated, "
+          f"depth {rows[0]['depth']} (both)" if not failed else "result   the two disagree (above)")
+    print(f"median   TLC {statistics.median(r['tlc_s'] for r in rows):.1f} s, engine "
+          f"{statistics.median(r['engine_s'] for r in rows):.1f} s; engine/TLC {med:.2f}x "
+          f"(pairs {min(ratios):.2f}x to {max(ratios):.2f}x); {TARGET}x {'met' if med <= TARGET else 'not met'}, "
+          f"faster than TLC: {'yes' if med < 1 else 'no'}")
+    if not args.no_record:
+        from benchmark import record
+        print(f"recorded in {record(rows, args.warehouse, 'local[2]', table='versus_tlc')}")
+    if failed:
+        raise SystemExit(f"{len(failed)} pair(s) disagree: {failed[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
