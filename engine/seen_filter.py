@@ -139,11 +139,14 @@ class SeenFilter:
         """The rows ``rows`` of ``succ`` (the first of each new state in TLC's order): their path
         columns (``PATH``) as they are, every other column from the row of the same state that kept
         them (``holders``)."""
-        picked = succ.take(rows)
-        if SEEN not in succ.column_names or picked.num_rows == 0:
-            return picked
+        if SEEN not in succ.column_names or len(rows) == 0:
+            return succ.take(rows)
+        # Each column taken once: the path's from the picked rows, the rest (the state's, nested and
+        # kilobytes for bookkeeper) from the holders (a level of 150,776 ledger chaining successors:
+        # 45 ms against 56 ms taking every column twice).
+        picked = succ.select(["_fp", "_fp2", *[c for c in succ.column_names if c in PATH]]).take(rows)
         holders = SeenFilter.holders(succ.select(["_fp", "_fp2", SEEN]), picked)
-        kept = succ.take(holders)
+        kept = succ.select([c for c in succ.column_names if c not in PATH]).take(holders)
         return pa.table({c: picked[c] if c in PATH else kept[c] for c in succ.column_names})
 
     @staticmethod

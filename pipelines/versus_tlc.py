@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
           f"depth {rows[0]['depth']} (both)" if not failed else "result   the two disagree (above)")
     print(f"median   TLC {statistics.median(r['tlc_s'] for r in rows):.1f} s, engine "
           f"{statistics.median(r['engine_s'] for r in rows):.1f} s; engine/TLC {med:.2f}x "
-          f"(pairs {min(ratios):.2f}x to {max(ratios):.2f}x); {TARGET}x {'met' if med <= TARGET else 'not met'}, "
+          f"(pairs {min(ratios):.2f}x to {max(ratios):.2f}x); within {TARGET}x: {'yes' if med <= TARGET else 'no'}, "
           f"faster than TLC: {'yes' if med < 1 else 'no'}")
     if not args.no_record:
         from benchmark import record
