@@ -1,15 +1,17 @@
 """The engine against TLC on the same configuration, cold, end to end, in alternating pairs.
 
     python pipelines/versus_tlc.py CASE --tlc tla2tools.jar --spec-dir DIR [--cfg FILE] [--pairs 3]
-                                   [--workers 2] [--java java] [--warehouse DIR] [--no-record]
+                                   [--first tlc|engine] [--workers 2] [--java java] [--warehouse DIR]
+                                   [--no-record]
 
 Issue 7 asks for ledger chaining "within 1.5x TLC's time, Spark start-up included", and for the
 largest oracle configuration TLC completes in minutes to run faster than TLC. On this kind of
 machine the speed of the cores drifts by half within minutes (TLC's ledger chaining took 10.9 s and
 16.5 s ten minutes apart on 2026-11-27), so a figure from one run of each, taken at different
 times, says little. This runs both, one after the other, ``--pairs`` times, the order swapped each
-pair (TLC first in the first pair, the engine first in the second, ...), and prints each pair's
-ratio and the median of the ratios.
+pair (TLC first in the first pair, the engine first in the second, ...; ``--first engine`` the
+other way round, for a pair run on its own after one TLC began), and prints each pair's ratio and
+the median of the ratios.
 
 Both run as a user runs them, in fresh processes, timed from start to exit:
 - TLC: ``java -XX:+UseParallelGC -cp JAR tlc2.TLC -workers W [-deadlock] -config CFG -metadir TMP
@@ -196,6 +198,12 @@ def disagreement(tlc: Figures, eng: Figures) -> str | None:
     return None
 
 
+def pair_orders(pairs: int, first: str = "tlc") -> list[tuple[str, str]]:
+    """Which runs first in each pair: ``first`` in the first pair, the other in the second, and so on."""
+    other = {"tlc": "engine", "engine": "tlc"}[first]
+    return [(first, other) if i % 2 == 0 else (other, first) for i in range(pairs)]
+
+
 def run_tlc(java: str, jar: Path, spec_dir: Path, module: str, cfg: Path, workers: int, deadlock: bool) -> Timed:
     with tempfile.TemporaryDirectory(prefix="sse-tlc-") as meta:
         argv = [java, "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-workers", str(workers),
@@ -221,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cfg", type=Path, default=None, help="TLC's configuration file "
                    "(default: ../shared/oracle/cfg/<CONFIG>.cfg beside the checkout)")
     p.add_argument("--pairs", type=int, default=3, help="runs of each, alternating (default 3)")
+    p.add_argument("--first", choices=("tlc", "engine"), default="tlc",
+                   help="which runs first in the first pair (the order swaps each pair; default tlc)")
     p.add_argument("--workers", type=int, default=2, help="TLC's -workers (default 2, as the oracle)")
     p.add_argument("--java", default="java", help="the java TLC runs on (default: java on the PATH)")
     p.add_argument("--models", type=Path, default=None, help="folder with schemas/ and actions_sql/")
@@ -254,8 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"case     {args.case} ({model_name}:{spec.config}; TLC: {module} with {cfg}, "
           f"{args.workers} workers{'' if spec.deadlock else ', -deadlock'})", flush=True)
     rows, failed = [], []
-    for i in range(args.pairs):
-        order = ("tlc", "engine") if i % 2 == 0 else ("engine", "tlc")
+    for i, order in enumerate(pair_orders(args.pairs, args.first)):
         got: dict[str, Timed] = {}
         for who in order:
             got[who] = (run_tlc(args.java, jar, spec_dir, module, cfg, args.workers, spec.deadlock) if who == "tlc"

@@ -335,6 +335,12 @@ def test_versus_tlc_reads_tlcs_figures_and_its_findings():
         "TLC found ok, the engine invariant_violated:TypeOK"
 
 
+def test_versus_tlc_swaps_which_runs_first_each_pair():
+    vs = _load("versus_tlc")
+    assert vs.pair_orders(3) == [("tlc", "engine"), ("engine", "tlc"), ("tlc", "engine")]
+    assert vs.pair_orders(2, "engine") == [("engine", "tlc"), ("tlc", "engine")]
+
+
 def test_versus_tlc_counts_the_cpu_of_a_child_left_running():
     """A process that starts a child and exits before it (PySpark leaves its JVM so): the wall time
     ends with the process, the CPU seconds include the child's, followed until it ends."""
