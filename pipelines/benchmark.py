@@ -78,23 +78,32 @@ def _stat_fields(pid: int) -> list[str] | None:
     return stat[1] if stat else None
 
 
-def cpu_seconds(root: int | None = None) -> float:
-    """User+system CPU seconds of a process and all its descendants (reaped children included)."""
-    root = root or os.getpid()
+def descendants(root: int) -> list[tuple[int, int, list[str]]]:
+    """Every live descendant of process ``root``: its pid, its parent's, and its ``stat`` fields."""
     children: dict[int, list[tuple[int, list[str]]]] = {}
     for p in os.listdir("/proc"):
         if p.isdigit():
             f = _stat_fields(int(p))
             if f:
                 children.setdefault(int(f[1]), []).append((int(p), f))
-    own = _stat_fields(root) or []
-    total = sum(int(x) for x in own[11:15])  # utime, stime, cutime, cstime
-    stack = [root]
+    found, stack = [], [root]
     while stack:
-        for pid, f in children.get(stack.pop(), []):
-            total += sum(int(x) for x in f[11:15])
+        parent = stack.pop()
+        for pid, f in children.get(parent, []):
+            found.append((pid, parent, f))
             stack.append(pid)
-    return total / _TCK
+    return found
+
+
+def stat_cpu_seconds(fields: list[str]) -> float:
+    """User + system CPU seconds in a process's ``stat`` fields, the children it reaped included."""
+    return sum(int(x) for x in fields[11:15]) / _TCK  # utime, stime, cutime, cstime
+
+
+def cpu_seconds(root: int | None = None) -> float:
+    """User+system CPU seconds of a process and all its descendants (reaped children included)."""
+    root = root or os.getpid()
+    return stat_cpu_seconds(_stat_fields(root) or ["0"] * 15) + sum(stat_cpu_seconds(f) for _, _, f in descendants(root))
 
 
 def peak_rss_bytes(pid: int) -> int:

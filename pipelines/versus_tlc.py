@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pipelines"))
 
+from benchmark import _stat_fields, descendants, record, stat_cpu_seconds  # noqa: E402
 from engine.errors import EXIT_DEADLOCK, EXIT_OK, EXIT_VIOLATION, EngineError  # noqa: E402
 from engine.model import load_model, parse_case, resolve_run  # noqa: E402
 
@@ -72,41 +73,6 @@ class Figures:
     depth: int | None
 
 
-_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after the command's name (None once the process is gone)."""
-    try:
-        s = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return s[s.rindex(")") + 2:].split()
-
-
-def _descendants(root: int) -> list[tuple[int, int]]:
-    """(pid, parent's pid) of every descendant of ``root``."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            f = _stat(int(name))
-            if f:
-                children.setdefault(int(f[1]), []).append(int(name))
-    found, stack = [], [root]
-    while stack:
-        parent = stack.pop()
-        for pid in children.get(parent, []):
-            found.append((pid, parent))
-            stack.append(pid)
-    return found
-
-
-def _cpu(pid: int) -> float | None:
-    """User + system CPU seconds of ``pid`` and of the children it reaped."""
-    f = _stat(pid)
-    return None if f is None else sum(int(x) for x in f[11:15]) / _TCK
-
-
 def timed(argv: list[str], cwd: Path) -> Timed:
     """Run ``argv`` in ``cwd``: its wall time from start to exit, and the CPU seconds of its process
     tree. The kernel's figure for the process (``os.wait4``) counts the children it reaped; a child
@@ -124,10 +90,8 @@ def timed(argv: list[str], cwd: Path) -> Timed:
 
     def sample():
         while not done.wait(0.2):
-            for pid, parent in _descendants(proc.pid):
-                got = _cpu(pid)
-                if got is not None:
-                    last[pid], parents[pid] = got, parent
+            for pid, parent, fields in descendants(proc.pid):
+                last[pid], parents[pid] = stat_cpu_seconds(fields), parent
     threads = [threading.Thread(target=drain, args=(n, s), daemon=True) for n, s in (("out", proc.stdout),
                                                                                      ("err", proc.stderr))]
     threads.append(threading.Thread(target=sample, daemon=True))
@@ -138,19 +102,21 @@ def timed(argv: list[str], cwd: Path) -> Timed:
     done.set()
     for t in threads:
         t.join()
+    proc.stdout.close()
+    proc.stderr.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     # The descendants still alive were not reaped by it: followed until they end. (One whose parent
     # is among them is counted in that parent's figure, which counts the children it reaped.)
-    left = [pid for pid in last if _stat(pid) is not None]
+    left = [pid for pid in last if _stat_fields(pid) is not None]
     orphans = [pid for pid in left if parents.get(pid) not in left]
     deadline = time.monotonic() + 60
     while left and time.monotonic() < deadline:
         for pid in left:
-            got = _cpu(pid)
-            if got is not None:
-                last[pid] = got
+            fields = _stat_fields(pid)
+            if fields is not None:
+                last[pid] = stat_cpu_seconds(fields)
         time.sleep(0.1)
-        left = [pid for pid in left if _stat(pid) is not None]
+        left = [pid for pid in left if _stat_fields(pid) is not None]
     return Timed(wall, usage.ru_utime + usage.ru_stime + sum(last[p] for p in orphans), proc.returncode,
                  out.get("out", ""), out.get("err", ""))
 
@@ -297,7 +263,6 @@ def main(argv: list[str] | None = None) -> int:
           f"(pairs {min(ratios):.2f}x to {max(ratios):.2f}x); within {TARGET}x: {'yes' if med <= TARGET else 'no'}, "
           f"faster than TLC: {'yes' if med < 1 else 'no'}")
     if not args.no_record:
-        from benchmark import record
         print(f"recorded in {record(rows, args.warehouse, 'local[2]', table='versus_tlc')}")
     if failed:
         raise SystemExit(f"{len(failed)} pair(s) disagree: {failed[0]}")
