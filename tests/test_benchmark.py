@@ -6,7 +6,7 @@ import os
 import pytest
 from deltalake import DeltaTable
 
-from conftest import ROOT
+from conftest import ROOT, short_run_env
 
 _spec = importlib.util.spec_from_file_location("benchmark", ROOT / "pipelines" / "benchmark.py")
 bench = importlib.util.module_from_spec(_spec)
@@ -42,7 +42,7 @@ def _profile(env_extra):
     import subprocess
     import sys
     from conftest import TEST_MODELS
-    env = {**os.environ, **env_extra}
+    env = short_run_env(**env_extra)
     res = subprocess.run([sys.executable, str(ROOT / "pipelines" / "profile_level.py"), "tokens",
                           "--models", str(TEST_MODELS), "--repeat", "2"],
                          capture_output=True, text=True, env=env, timeout=600)
@@ -167,7 +167,7 @@ def test_sse_event_log_writes_spark_s_event_log_for_a_check(tmp_path):
     from conftest import TEST_MODELS
     from platform_util import OK_ARGS
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SSE_EVENT_LOG": str(tmp_path / "events")}
+    env = short_run_env(SSE_EVENT_LOG=str(tmp_path / "events"))
     res = subprocess.run([sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
                           "--warehouse", str(tmp_path / "wh"), "--quiet", "--fresh"],
                          capture_output=True, text=True, env=env, timeout=600)
@@ -190,7 +190,7 @@ def test_the_benchmark_runs_a_case_on_the_cpus_it_is_given(tmp_path):
     script = str(ROOT / "pipelines" / "benchmark.py")
     res = subprocess.run([sys.executable, script, "counter:no_deadlock+Max=5", "--models", str(TEST_MODELS),
                           "--master", "local[1]", "--cpus", "1", "--warehouse", str(tmp_path), "--repeat", "2"],
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, env=short_run_env(), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.count(f"result             ok: {want['distinct']:,} distinct, {want['generated']:,} generated, "
                             f"depth {want['depth']}") == 2
@@ -260,7 +260,7 @@ def test_profile_driver_counts_a_small_level_s_calls_into_the_jvm():
     script = str(ROOT / "pipelines" / "profile_driver.py")
     res = subprocess.run([sys.executable, script, "counter", "--models", str(TEST_MODELS), "--config", "no_deadlock",
                           "--set", "Steps=1,2", "--set", "Max=9", "--levels", "3-6"],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, env=short_run_env(), timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "counter: ok, 143 distinct" in res.stdout and "depth 10" in res.stdout  # F(12) - 1 states
     assert "levels [3, 4, 5, 6] on the driver: " in res.stdout

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TEST_MODELS
+from conftest import ROOT, SHORT_RUN_JAVA_OPTIONS, TEST_MODELS
 from platform_util import OK_ARGS
 
 from engine import java_runtime
@@ -16,7 +16,7 @@ from engine.class_archive import ClassArchive
 from engine.errors import UsageError
 
 
-def check_counter(folder, java_options="-XX:+UseParallelGC"):
+def check_counter(folder, java_options=SHORT_RUN_JAVA_OPTIONS):
     argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
             "--warehouse", str(folder / "wh"), "--json", "--quiet", "--fresh"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SSE_CLASS_ARCHIVE": str(folder / "cache"),
@@ -41,7 +41,7 @@ def test_first_run_writes_the_archive_and_the_next_maps_it(tmp_path, monkeypatch
     assert archive.stat().st_size == int(archive.stem.rsplit("-", 1)[1]) > 10_000_000
 
     # -Xshare:on (an AOT cache: -XX:AOTMode=on): the JVM refuses to start unless it maps the archive.
-    second = check_counter(tmp_path, "-XX:+UseParallelGC " + ("-XX:AOTMode=on" if suffix == ".aot" else "-Xshare:on"))
+    second = check_counter(tmp_path, SHORT_RUN_JAVA_OPTIONS + " " + ("-XX:AOTMode=on" if suffix == ".aot" else "-Xshare:on"))
     assert second.returncode == 0, second.stderr[-3000:]
     assert (json.loads(second.stdout)["distinct_states"], json.loads(second.stdout)["depth"]) == (20, 6)
     assert "saving Spark's classes" not in second.stderr

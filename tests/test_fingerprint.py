@@ -2,12 +2,11 @@
 state's bytes as an UnsafeRow, the engine's default; its JSON text), and give one value one
 fingerprint however Spark came to hold it."""
 import json
-import os
 import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, TEST_MODELS
+from conftest import TEST_MODELS, short_run_env
 from engine import fingerprint, jvm_ext
 from engine.errors import EngineError, UsageError
 from engine.fingerprint import fingerprint_sql
@@ -134,7 +133,7 @@ def test_a_search_finds_the_same_states_in_either_scheme(tmp_path):
     for using in SCHEMES:
         argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
                 "--warehouse", str(tmp_path / "wh"), "--json", "--quiet"]
-        env = {**os.environ, "PYTHONPATH": str(ROOT), fingerprint.ENV: using}
+        env = short_run_env(**{fingerprint.ENV: using})
         done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         runs[using] = json.loads(done.stdout)

@@ -4,16 +4,14 @@ levels row, during a level's expansion), a second process on the same run is ref
 first is alive, and the last start finishes with the figures of an uninterrupted run and no state
 twice. The kill points are the store's test hooks (SSE_KILL_AT / SSE_HOLD_AT)."""
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 
-import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from conftest import ROOT, TEST_MODELS
+from conftest import TEST_MODELS, short_run_env
 from platform_util import OK_ARGS, cli
 
 
@@ -21,7 +19,7 @@ def start(wh, **env):
     argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
             "--warehouse", str(wh), "--json"]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+                            env=short_run_env(**env))
 
 
 def wait_for_line(proc, text, timeout=600):
