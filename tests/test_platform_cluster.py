@@ -2,11 +2,10 @@
 its own JVM), the engine's driver in its own process with --master spark://..., and the same
 figures as the local run. The cluster is stopped whatever happens."""
 import json
-import os
 import subprocess
 import sys
 
-from conftest import ROOT, TEST_MODELS
+from conftest import TEST_MODELS, short_run_env
 from platform_util import OK_ARGS
 
 
@@ -17,7 +16,7 @@ def test_cluster_run_has_the_local_figures(counter_ok, tmp_path):
     cluster = LocalCluster(workers=2, log_dir=tmp_path / "cluster")
     try:
         with cluster:
-            env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
+            env = short_run_env(SPARK_LOCAL_IP="127.0.0.1")
             run = subprocess.run(
                 [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
                  "--warehouse", str(wh), "--json", "--quiet", "--master", cluster.master_url],
