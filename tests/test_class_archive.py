@@ -41,7 +41,8 @@ def test_first_run_writes_the_archive_and_the_next_maps_it(tmp_path, monkeypatch
     assert archive.stat().st_size == int(archive.stem.rsplit("-", 1)[1]) > 10_000_000
 
     # -Xshare:on (an AOT cache: -XX:AOTMode=on): the JVM refuses to start unless it maps the archive.
-    second = check_counter(tmp_path, SHORT_RUN_JAVA_OPTIONS + " " + ("-XX:AOTMode=on" if suffix == ".aot" else "-Xshare:on"))
+    mapped = "-XX:AOTMode=on" if suffix == ".aot" else "-Xshare:on"
+    second = check_counter(tmp_path, f"{SHORT_RUN_JAVA_OPTIONS} {mapped}")
     assert second.returncode == 0, second.stderr[-3000:]
     assert (json.loads(second.stdout)["distinct_states"], json.loads(second.stdout)["depth"]) == (20, 6)
     assert "saving Spark's classes" not in second.stderr
@@ -122,8 +123,6 @@ def test_the_engine_starts_java_25_unless_told_otherwise(spark, monkeypatch, tmp
     assert java_runtime.chosen() == home
 
 
-
-
 # After a check in this process, 80 queries of their own code (each compiled on the driver and again
 # for its task: 160 classes), then the first one again: how many classes it compiled again.
 _EVICTION = """
@@ -151,8 +150,8 @@ print(compiled.getCount() - before)
 def test_spark_s_cache_of_generated_classes_holds_what_the_session_asks_for(tmp_path):
     """engine.session.size_codegen_cache: the session asks for 10,000 generated classes
     (spark.sql.codegen.cache.maxEntries). Without it, a check of ledger chaining (one client) in a
-    fresh process left Spark's cache at its default of 100 (Spark sizes it from the settings of the thread that
-    first generates code), and the first of 80 later queries had to compile its 2 classes again."""
+    fresh process left Spark's cache at its default of 100 (Spark sizes it from the settings of the
+    thread that first generates code), and the first of 80 later queries compiled its 2 classes again."""
     env = short_run_env()
     env.pop("SSE_CODEGEN_CACHE", None)
     script = tmp_path / "eviction.py"  # (a file: PySpark's Connect package exits a `python -c` process)
