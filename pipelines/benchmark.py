@@ -103,7 +103,8 @@ def stat_cpu_seconds(fields: list[str]) -> float:
 def cpu_seconds(root: int | None = None) -> float:
     """User+system CPU seconds of a process and all its descendants (reaped children included)."""
     root = root or os.getpid()
-    return stat_cpu_seconds(_stat_fields(root) or ["0"] * 15) + sum(stat_cpu_seconds(f) for _, _, f in descendants(root))
+    own = stat_cpu_seconds(_stat_fields(root) or ["0"] * 15)
+    return own + sum(stat_cpu_seconds(f) for _, _, f in descendants(root))
 
 
 def peak_rss_bytes(pid: int) -> int:

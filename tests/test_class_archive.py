@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHORT_RUN_JAVA_OPTIONS, TEST_MODELS, short_run_env
+from conftest import SHORT_RUN_JAVA_OPTIONS, TEST_MODELS, short_run_env
 from platform_util import OK_ARGS
 
 from engine import java_runtime
@@ -19,8 +19,7 @@ from engine.errors import UsageError
 def check_counter(folder, java_options=SHORT_RUN_JAVA_OPTIONS):
     argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
             "--warehouse", str(folder / "wh"), "--json", "--quiet", "--fresh"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SSE_CLASS_ARCHIVE": str(folder / "cache"),
-           "SSE_JAVA_OPTIONS": java_options}
+    env = short_run_env(SSE_CLASS_ARCHIVE=str(folder / "cache"), SSE_JAVA_OPTIONS=java_options)
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
 
 
