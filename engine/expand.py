@@ -407,6 +407,12 @@ def jvm_schema(spark: SparkSession, schema: StructType):
     return spark._jsparkSession.parseDataType(schema.json())
 
 
+# A small level's frontier files decoded once a task and their rows kept for the task's other
+# branches by the leaf itself (SwitchRows.retargetOnce), not by Spark's block manager (0: as before
+# 2026-11-27, for comparisons).
+SWITCH_ONCE = os.environ.get("SSE_SWITCH_ONCE", "1") != "0"
+
+
 class HeldPlanUnavailable(RuntimeError):
     """Spark does not let the planned union be run again as expected (the search plans each level)."""
 
@@ -706,9 +712,14 @@ class HeldExpansion:
         return rows_frame(self.spark, self._files_rdd, nullable(self.leaf_schema))
 
     def _run_switched(self, annotate: bool, tasks: int | None) -> pa.Table:
-        """The held plan's job over the files just written: the leaf points at a fresh RDD over
-        them (a new RDD a level, so that nothing cached from the level before is read), kept as
-        row objects while the job runs, so that the actions' branches decode each file once."""
+        """The held plan's job over the files just written, each decoded once a task: the leaf
+        points at the files' RDD, and a task's first read of a file keeps its rows for the task's
+        other branches (``SwitchRows.retargetOnce``). With SSE_SWITCH_ONCE=0, at a fresh RDD over
+        them (a new RDD a level, so that nothing cached from the level before is read) kept by
+        Spark's block manager as row objects while the job runs, as until 2026-11-27."""
+        if SWITCH_ONCE:
+            self._switch.retargetOnce(self._files_rdd)
+            return self._job(annotate, tasks)
         target = self._switch.retarget(self._files_rdd, self._storage)
         try:
             return self._job(annotate, tasks)
