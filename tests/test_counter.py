@@ -258,10 +258,9 @@ def test_held_expansion_refuses_successors_of_another_level():
         HeldExpansion.check_parents(pa.table({"_parent_fp": [1, 3], "_parent_fp2": [10, 30]}), frontier)
 
 
-@pytest.mark.parametrize("binary,switched,once", [(True, False, True), (True, True, True), (True, True, False),
-                                                  (False, False, True)],
-                         ids=["arrow", "arrow over SwitchRows", "arrow over SwitchRows, block manager", "json"])
-def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, binary, switched, once):
+@pytest.mark.parametrize("binary,switched", [(True, False), (True, True), (False, False)],
+                         ids=["arrow", "arrow over SwitchRows", "json"])
+def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, binary, switched):
     """The union planned once (engine.expand.HeldExpansion) and run again over frontier A, then B, then
     A gives, each time, what the union planned afresh over that frontier gives: the same successors,
     fingerprints and keys, with the frontier in one file or several, in one task or a task a file,
@@ -271,11 +270,9 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
     what a JSON round trip could get wrong: quotes, backslashes, newlines and non-ASCII text in
     strings, empty strings and arrays, a null struct, fingerprints at the ends of the 64-bit range. A
     schema that JSON cannot carry exactly is held only as Arrow. Over ``SwitchRows`` a task's first
-    read of a file keeps its rows for the task's other branches (``SwitchRows.retargetOnce``), or
-    (``once`` false, SSE_SWITCH_ONCE=0) Spark's block manager keeps them for the job."""
+    read of a file keeps its rows for the task's other branches (``SwitchRows.retargetOnce``): a
+    leaf that kept them past the task (across jobs) would give frontier A's successors for B."""
     import pyarrow as pa
-    from engine import expand
-    monkeypatch.setattr(expand, "SWITCH_ONCE", once)
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
     from engine.expand import HeldExpansion, compile_model
