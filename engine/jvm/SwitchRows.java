@@ -15,16 +15,17 @@ import java.util.ArrayList;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * A Spark level's held frontier (engine/expand.py, HeldSparkLevel): an RDD of a fixed number of
- * partitions whose rows are another RDD's, the one {@link #setTarget} named last. The union of
- * every action is planned once over it; before each level the driver points it at the level's
- * frontier (a checkpoint of that many partitions), and the job run then reads those rows. The
+ * A held frontier (engine/expand.py): an RDD of a fixed number of partitions whose rows are another
+ * RDD's, the one {@link #setTarget} or {@link #retargetOnce} named last. The union of every action
+ * is planned once over it; before each level the driver points it at the level's frontier: a
+ * Spark level's checkpoint of that many partitions (HeldRows), or a small level's Arrow files, a
+ * partition a file, read once a task (HeldExpansion). The job run then reads those rows. The
  * target travels with each job's tasks (an RDD is serialized into the task binary when the job is
  * submitted, not when it is planned), so a job reads the target set before it was submitted.
  *
  * It declares no dependency: the target is a checkpoint (blocks kept by the block manager, read
- * where they are) with narrow steps over it at most, never a shuffle the scheduler would have to
- * run first.
+ * where they are) or files read in the task, with narrow steps over it at most, never a shuffle
+ * the scheduler would have to run first.
  */
 public final class SwitchRows extends RDD<InternalRow> {
     private static final long serialVersionUID = 1L;
