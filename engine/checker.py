@@ -722,10 +722,14 @@ class _Search:
             successors = one_a_part
         elif n_frontier is not None and n_frontier <= SMALL_FRONTIER:
             successors = successors.coalesce(cores)
+        return self._fingerprinted(successors), by_part
+
+    def _fingerprinted(self, successors: DataFrame) -> DataFrame:
+        """The actions' ``successors`` fingerprinted, and blanked where the seen filter knows them."""
         fingerprinted = self.fingerprint(successors, as_generated=self.dedupe_raw_first)
         if not self.dedupe_raw_first:  # (de-duplicated as generated first: not the seen fingerprints)
             fingerprinted = self.seen_filter.blank(self.seen_filter.mark(fingerprinted), self.vars)
-        return fingerprinted, by_part
+        return fingerprinted
 
     def _kept_schema(self) -> StructType:
         """The columns a kept level's states begin with (``new_states``), those the held plans read."""
@@ -777,11 +781,17 @@ class _Search:
         schema = StructType(rows.schema.fields[:len(names)])
         key = (parts, nullable(schema).json(), self.seen_filter.on)  # (HeldRows: planned for it nullable)
         if key not in self.held_rows:
-            held = HeldRows(self.spark, parts, schema)
+            # The small levels' union when it was planned over the same leaf (SHARED_LEAF): only the
+            # fingerprints and the seen filter are planned here.
             try:
-                fingerprinted, by_part = self._spark_successors(self._union_over(held.leaf))
-                if not by_part:
-                    raise HeldPlanUnavailable("the actions' union does not run by part")
+                shared = self.held_union.shared_union(parts, schema) if self.held_union is not None else None
+                held = HeldRows(self.spark, parts, schema, switch=shared[0] if shared else None)
+                if shared is not None:
+                    fingerprinted = self._fingerprinted(shared[1])
+                else:
+                    fingerprinted, by_part = self._spark_successors(self._union_over(held.leaf))
+                    if not by_part:
+                        raise HeldPlanUnavailable("the actions' union does not run by part")
                 held.hold(fingerprinted)
             except HeldPlanUnavailable as exc:
                 print(f"engine: planning each Spark level ({exc})", file=sys.stderr)

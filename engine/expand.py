@@ -450,13 +450,14 @@ class HeldRows:
     generating the code of the union of every action took the driver 1.5 to 2 s of CPU a level of
     bookkeeper v4.13 (Flight Recorder), while that level's Parquet write ran on the cores."""
 
-    def __init__(self, spark: SparkSession, parts: int, schema: StructType):
+    def __init__(self, spark: SparkSession, parts: int, schema: StructType, switch=None):
         """``schema``: the frontiers' (the plan is made for it with every field nullable, so that it
         reads frontiers whose schemas differ in what they declare non-null: ``nullable``). A
         frontier's rows may carry more columns after these: the plan reads a row's fields by their
-        position, and never passes a frontier row on whole (the successors are new rows)."""
+        position, and never passes a frontier row on whole (the successors are new rows). ``switch``:
+        the leaf of a union planned already (``HeldExpansion.shared_union``), else a new one."""
         self.spark, self.parts = spark, parts
-        self.switch = spark._jvm.sse.SwitchRows(spark.sparkContext._jsc.sc(), parts)
+        self.switch = switch if switch is not None else spark._jvm.sse.SwitchRows(spark.sparkContext._jsc.sc(), parts)
         self.leaf = rows_frame(spark, self.switch, nullable(schema))
         self._plan = None
 
@@ -539,6 +540,7 @@ class HeldExpansion:
         self._switch = None  # (switched) the leaf's SwitchRows
         self._files_rdd = None  # (switched) the files' rows, an RDD of a partition a file
         self._union = None  # (switched) the actions' union over the leaf
+        self._by_part_frame = None  # (switched, by part) that union, a partition per file (``_by_part``)
         self._plans: dict[bool, tuple] = {}
         self._frames: dict[tuple, tuple] = {}  # the jobs' DataFrames and Arrow schemas, by plan and task count
         self._empty: set[int] = set()  # the files known to hold no state
@@ -587,20 +589,11 @@ class HeldExpansion:
         ``checker.interpreted`` so that the plan keeps Spark's generated code."""
         if annotate in self._plans:
             return
-        if not all(f.exists() for f in self.files):
-            self._empty.clear()
-            self._write(None)
+        self._write_missing()
         spark = self.spark
         jsp, jsc = spark._jsparkSession, spark.sparkContext._jsc
         if self.switched:
-            if not self._plans:
-                self._switch = spark._jvm.sse.SwitchRows(jsc.sc(), self.parts)
-                files = spark.sparkContext._gateway.new_array(spark._jvm.org.apache.spark.api.java.JavaRDD, self.parts)
-                for j, file in enumerate(self.files):
-                    files[j] = spark._jvm.sse.ArrowFrontier.readRows(jsc, str(file), self.leaf_schema.json())
-                self._files_rdd = _lineage_on_driver(jsc.union(files).rdd())
-                self._union = self.union_over(rows_frame(spark, self._switch, nullable(self.leaf_schema)))
-            self._hold(self._union, annotate)
+            self._hold(self._switched_union(), annotate)
             return
         if not self._plans:
             schema = self.cm.schema
@@ -622,6 +615,23 @@ class HeldExpansion:
             leaf.createOrReplaceTempView(self.view)
             spark.catalog.cacheTable(self.view, StorageLevel.MEMORY_AND_DISK)
         self._hold(self.cm.successors(spark, spark.table(self.view)), annotate)
+
+    def _write_missing(self) -> None:
+        if not all(f.exists() for f in self.files):
+            self._empty.clear()
+            self._write(None)
+
+    def _switched_union(self) -> DataFrame:
+        """(switched) The actions' union over the ``SwitchRows`` leaf, made at the first call."""
+        if self._union is None:
+            spark, jsc = self.spark, self.spark.sparkContext._jsc
+            self._switch = spark._jvm.sse.SwitchRows(jsc.sc(), self.parts)
+            files = spark.sparkContext._gateway.new_array(spark._jvm.org.apache.spark.api.java.JavaRDD, self.parts)
+            for j, file in enumerate(self.files):
+                files[j] = spark._jvm.sse.ArrowFrontier.readRows(jsc, str(file), self.leaf_schema.json())
+            self._files_rdd = _lineage_on_driver(jsc.union(files).rdd())
+            self._union = self.union_over(rows_frame(spark, self._switch, nullable(self.leaf_schema)))
+        return self._union
 
     def _hold(self, union: DataFrame, annotate: bool) -> None:
         """``union`` by part, finished, planned for good (``_plans``)."""
@@ -660,10 +670,14 @@ class HeldExpansion:
         ``tasks`` tasks instead. Only the tasks' shares of the work depend on this, not the
         successors."""
         if self.by_part:
+            if self._by_part_frame is not None and union is self._union:
+                return self._by_part_frame  # (switched: planned for the other ``annotate`` already)
             _check_rerunnable(union)  # before toRdd: adaptive execution would run its stages there
             by_part = union_by_part(self.spark, union, self.parts)
             if by_part is not None:
                 self.layout = "by part"
+                if self.switched:
+                    self._by_part_frame = by_part
                 return by_part
         self.layout = "coalesced"
         return union.coalesce(self.tasks)  # (checked as part of the finished plan)
@@ -703,6 +717,21 @@ class HeldExpansion:
         self._write(frontier)
         return rows_frame(self.spark, self._files_rdd, nullable(self.leaf_schema))
 
+    def shared_union(self, parts: int, schema: StructType) -> tuple | None:
+        """(the leaf's ``SwitchRows``, the actions' union by part over it) for the Spark levels' held
+        plan (``HeldRows``) over frontiers of ``parts`` partitions whose rows begin with ``schema``'s
+        columns: one union of the actions a run, analyzed, optimized and its code generated once for
+        the small levels and the Spark levels, whichever comes first. Planned again for the first
+        Spark level, it took bookkeeper_v4_13's bk_v413_rrf 7 s of the driver's time with no job
+        running. None unless switched, over the same columns and as many partitions, and by part;
+        raises HeldPlanUnavailable for a union that cannot be run again."""
+        if not self.switched or parts != self.parts or nullable(schema).json() != nullable(self.leaf_schema).json():
+            return None
+        if self.layout is None:
+            self._write_missing()  # (the files' RDD is listed as it is made)
+            self._by_part(self._switched_union())
+        return (self._switch, self._by_part_frame) if self.layout == "by part" else None
+
     def _run_switched(self, annotate: bool, tasks: int | None) -> pa.Table:
         """The held plan's job over the files just written, each decoded once a task: the leaf
         points at the files' RDD, and a task's first read of a file keeps its rows for the task's
@@ -733,7 +762,7 @@ class HeldExpansion:
                 pass
         self._plans, self._frames, self._cache_rdd = {}, {}, None
         self._empty.clear()
-        self._switch = self._files_rdd = self._union = None
+        self._switch = self._files_rdd = self._union = self._by_part_frame = None
         shutil.rmtree(self.folder, ignore_errors=True)
         try:
             self.folder.parent.rmdir()  # the run's _frontier folder, when nothing else is in it

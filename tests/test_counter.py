@@ -185,8 +185,11 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     variant's compiled: the same search. In the alternating variant each Spark level reads its
     frontier from the driver's copy of the level before (``_driver_frontier``)."""
     from engine import checker, expand
-    held_calls, copies, annotated = [], [], []
+    held_calls, copies, annotated, shared = [], [], [], []
     real_successors, real_rows = expand.HeldExpansion.successors, expand.HeldExpansion.rows
+    real_shared = expand.HeldExpansion.shared_union
+    monkeypatch.setattr(expand.HeldExpansion, "shared_union",
+                        lambda self, *a: shared.append(real_shared(self, *a)) or shared[-1])
     monkeypatch.setattr(expand.HeldExpansion, "successors",
                         lambda self, *a, **k: held_calls.append(1) or real_successors(self, *a, **k))
 
@@ -210,9 +213,8 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
                 ("blanked_inline", lambda self, depth, n: True, 0, broadcast, "1", interpret, True),
                 ("per_level_plan", lambda self, depth, n: True, inline, broadcast, "0", interpret, True)):
             monkeypatch.setenv("SSE_FIXED_PLAN", fixed)
-            held_calls.clear()
-            copies.clear()
-            annotated.clear()
+            for spied in (held_calls, copies, annotated, shared):
+                spied.clear()
             monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
             monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline_rows)
             monkeypatch.setattr(checker, "ANNOTATE_BLANKED_INLINE", blanked_inline)
@@ -240,6 +242,10 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
             assert bool(annotated) == (tag == "annotated_after"), (tag, len(annotated))
             # A Spark level after a driver level reads its frontier from the driver's copy.
             assert bool(copies) == (tag == "alternating"), (tag, len(copies))
+            # Spark levels hold the small levels' union (its leaf, its branches' code), planned once
+            # a run by whichever level comes first (here a Spark level: the initial states' level).
+            used = [x is not None for x in shared]
+            assert (used and all(used)) if tag in ("spark", "spark_shuffled", "alternating") else not used, (tag, used)
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", auto)
 
