@@ -74,6 +74,7 @@ def test_memory_is_reported_by_tenth_of_the_search_with_the_states_stored_by_the
     assert (tenths[9]["heap_min"], tenths[9]["heap_max"]) == (190, 199)
 
 
+@pytest.mark.long  # (a profiling tool run end to end: README, Tests)
 def test_core_scaling_times_both_masters_and_prints_the_ratio():
     """pipelines/core_scaling.py runs its job in a local[1] and a local[2] process and prints the
     ratio of the warm medians; one repetition (no warm run) is refused."""
@@ -160,6 +161,7 @@ def test_event_log_balance_measures_the_time_no_job_runs(tmp_path, capsys):
     assert "after [d]  before [e]" in out
 
 
+@pytest.mark.long  # (a profiling tool run end to end: README, Tests)
 def test_sse_event_log_writes_spark_s_event_log_for_a_check(tmp_path):
     import subprocess
     import sys
@@ -218,6 +220,7 @@ def test_the_benchmark_runs_a_case_on_the_cpus_it_is_given(tmp_path):
     assert res.returncode == 2 and f"may use {len(os.sched_getaffinity(0))} CPUs" in res.stderr
 
 
+@pytest.mark.long  # (a profiling tool run end to end: README, Tests)
 def test_profile_jfr_sums_a_check_s_flight_recording(tmp_path, capsys):
     """A check of the test counter under Flight Recorder: its result, then its samples by thread and
     by kind of work, the fingerprint's bytes among them."""
@@ -250,6 +253,7 @@ def test_profile_jfr_sums_a_check_s_flight_recording(tmp_path, capsys):
     assert exc.value.code == 2 and "--period 0: at least 1 ms" in capsys.readouterr().err
 
 
+@pytest.mark.long  # (a profiling tool run end to end: README, Tests)
 def test_profile_driver_counts_a_small_level_s_calls_into_the_jvm():
     """The test counter's levels 3 to 6 profiled on the driver: the run's result, the levels' time,
     and its Py4J round trips a level, few (65 a small level of ledger chaining before 2026-11-26
