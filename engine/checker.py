@@ -87,6 +87,13 @@ PIPELINE = os.environ.get("SSE_PIPELINE", "1") != "0"
 VALIDATE_BATCH = os.environ.get("SSE_VALIDATE_BATCH", "1") != "0"
 VALIDATE_BATCH_ROWS = 10_000
 VALIDATE_BATCH_LEVELS = 8
+# A level Spark finished is written (PIPELINE) once the next Spark level's narrow columns are on the
+# driver, not as the level ends: its job then runs while the driver picks each state's first row,
+# anti-joins them and plans the fetch, where no job ran (bk_v413_rrf: 17.9 s of the Spark levels'
+# 45 s from that collect to the new states' flags), instead of ahead of the next level's actions on
+# cores they kept busy. bk_v413_rrf's time with no job running, two runs each way alternated: 38.7
+# and 40.8 s as the level ends, 32.4 and 29.3 s deferred. SSE_DEFER_WRITE=0: as the level ends.
+DEFER_WRITE = os.environ.get("SSE_DEFER_WRITE", "1") != "0"
 # Set by engine.server when a command's client has gone: the search stops at the next level (the
 # server also cancels the Spark jobs running then), as after Ctrl-C, and resumes from its last
 # committed level when started again.
@@ -323,6 +330,8 @@ class _Search:
         self.full_row_bytes: float | None = None  # a new state's bytes as Arrow, none blanked
         # The last level's write, validation and commit, running while the next level's actions run.
         self._persisting: Future | None = None
+        # A level Spark finished, its write not yet submitted (DEFER_WRITE): ``_persist``'s arguments.
+        self._deferred: tuple | None = None
         self._persister: ThreadPoolExecutor | None = None
         self._batch: list[tuple[LevelFigures, pa.Table, pa.Table]] = []  # validated together, not yet
 
@@ -419,6 +428,7 @@ class _Search:
             repeats = SEEN in rows.columns
             narrow = ["_fp", "_fp2", "_key", "_i", *([SEEN, *path] if repeats else [])]
             every = rows.select(*narrow).toArrow()
+            self._release_deferred()  # (its job runs while the driver works on the keys)
             keys = arrow_level.first_per_state(every)
             self.timer.mark("firsts")
             new = arrow_level.in_tlc_order(self._driver_seen(depth - 1).unseen(keys))
@@ -525,6 +535,9 @@ class _Search:
         """Commit every level recorded (PIPELINE): wait for the last write, validation and commit, and
         validate, write and commit the levels held for a batch; their error is raised."""
         self._wait_persisting(quiet)
+        if self._deferred is not None:
+            self._release_deferred()
+            self._wait_persisting(quiet)
         if self._batch:
             self._submit_batch()
             self._wait_persisting(quiet)
@@ -547,6 +560,12 @@ class _Search:
         if self._persister is None:
             self._persister = ThreadPoolExecutor(1, thread_name_prefix="sse-commit")
         self._persisting = self._persister.submit(task, *args)
+
+    def _release_deferred(self) -> None:
+        """Submit the deferred level's write and commit (DEFER_WRITE) to the persisting thread."""
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            self._submit(self._persist, *deferred)
 
     def _submit_batch(self) -> None:
         batch, self._batch = self._batch, []
@@ -670,8 +689,9 @@ class _Search:
                           and n_frontier * self._fanout() <= SUCCESSORS_AS_OBJECTS)
         agg = dict(counted.get)
         # The level before may still be writing its Parquet files (PIPELINE), alongside this level's
-        # planning and job; from here on the store is read.
-        self._settle()
+        # planning and job; what reads the store from here on commits it first (``_settle``). A
+        # level deferred (DEFER_WRITE) is submitted once this level's narrow columns are collected.
+        self._wait_persisting()
         self.timer.mark("expand")
         succ = self.with_row_ids(largest_first(made) if int(agg["n"]) >= LARGEST_FIRST_FROM else made)
         distinct = []
@@ -700,6 +720,7 @@ class _Search:
             deadlocked = self._find_state(depth, first["_fp"], first["_fp2"])
         cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total, n_gen=n_gen)
         self.timer.mark("fetch")
+        self._settle()  # (the level before written and committed before this one is recorded)
         finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
                                      per_action)
         if read_back is not None:
@@ -1197,7 +1218,10 @@ class _Search:
                 self._submit_batch()
         elif pipelined:
             self._settle()
-            self._submit(self._persist, fig, stored, validate, write)
+            if DEFER_WRITE and write is not None:
+                self._deferred = (fig, stored, validate, write)
+            else:
+                self._submit(self._persist, fig, stored, validate, write)
         elif n_new or violation:
             self._settle()
             self.store.commit_level(fig)

@@ -649,7 +649,9 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
     its commit: levels finished on the driver, and levels Spark finishes (whose Parquet is written
     while the next level is planned). Small levels finished on the driver are validated in batches
     of consecutive levels (checker.VALIDATE_BATCH: one run of the suite a batch), each then written
-    and committed in order, and all of them before a level that Spark finishes reads the store."""
+    and committed in order, and all of them before a level that Spark finishes reads the store. A
+    level Spark finished is written once the next Spark level's narrow columns are collected
+    (checker.DEFER_WRITE), or as it ends."""
     import engine.checker as checker
     from engine.invariants import InvariantSuite
     want = bfs({1, 2}, 9, deadlock=False)
@@ -661,6 +663,7 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
 
     def persist(self, fig, stored_, validate, write):
         persisted.append((fig.depth, write is not None))
+        calls.append(("persist", fig.depth))
         return real_persist(self, fig, stored_, validate, write)
 
     monkeypatch.setattr(checker._Search, "_persist", persist)
@@ -698,16 +701,27 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
     for pipeline, batched in ((True, True), (True, False), (False, False)):
         monkeypatch.setattr(checker, "PIPELINE", pipeline)
         monkeypatch.setattr(checker, "VALIDATE_BATCH", batched)
+        monkeypatch.setattr(checker, "DEFER_WRITE", batched)  # (both ways where pipelined)
         for spied in (persisted, calls, batches, suite_runs):
             spied.clear()
         code, res, err = check(capsys, tmp_path / f"{pipeline}{batched}", "--config", "no_deadlock", "--set", "Steps=1,2",
                                "--set", "Max=9")
         assert code == 0, err
+        steps = [c for c in calls if isinstance(c, str)]
         if spark_levels:
-            assert calls[:3] == ["level", "hold", "run"] and calls.count("hold") == 1
-            assert calls.count("run") == calls.count("level") >= want["depth"] - 1
+            assert steps[:3] == ["level", "hold", "run"] and steps.count("hold") == 1
+            assert steps.count("run") == steps.count("level") >= want["depth"] - 1
+            # The k-th Spark level expands level k + 1 and finishes level k + 2 (the initial states are
+            # finished on the driver). Deferred, that level is written during the next Spark level,
+            # after its actions ran, and committed before the one after it starts.
+            starts = [i for i, c in enumerate(calls) if c == "level"]
+            if pipeline and batched:
+                for k in range(len(starts) - 1):
+                    written = calls.index(("persist", k + 2))
+                    assert calls.index("run", starts[k + 1]) < written, calls
+                    assert k + 2 >= len(starts) or written < starts[k + 2], calls
         else:
-            assert calls == []
+            assert steps == []
         if pipeline:  # every level with new states, by its kind's path (the initial states' on the driver)
             assert sorted(persisted) == [(1, False), *((d, spark_levels) for d in range(2, want["depth"] + 1))]
         else:
