@@ -568,6 +568,7 @@ class _Search:
             self._submit(self._persist, *deferred)
 
     def _submit_batch(self) -> None:
+        self._release_deferred()  # (a deferred level was recorded before any level of the batch)
         batch, self._batch = self._batch, []
         self._submit(self._persist_batch, batch)
 
