@@ -713,7 +713,7 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
             assert steps.count("run") == steps.count("level") >= want["depth"] - 1
             # The k-th Spark level expands level k + 1 and finishes level k + 2 (the initial states are
             # finished on the driver). Deferred, that level is written during the next Spark level,
-            # after its actions ran, and committed before the one after it starts.
+            # after its actions ran, and before the one after it starts (which it waits for).
             starts = [i for i, c in enumerate(calls) if c == "level"]
             if pipeline and batched:
                 for k in range(len(starts) - 1):
