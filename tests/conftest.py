@@ -46,6 +46,15 @@ def short_run_env(**extra):
     return {"SSE_JAVA_OPTIONS": SHORT_RUN_JAVA_OPTIONS, **os.environ, "PYTHONPATH": str(ROOT), **extra}
 
 
+def load_pipeline(name):
+    """The module of ``pipelines/<name>.py`` (the pipelines are scripts, not a package)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, ROOT / "pipelines" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_cli(capsys, *argv):
     """Run the command line in this process (sharing the Spark session); return (code, stdout, stderr)."""
     from engine.cli import main

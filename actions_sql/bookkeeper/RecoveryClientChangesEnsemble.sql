@@ -13,7 +13,7 @@ pre AS (
         filter(c.curr_fragment.ensemble, b -> exists(messages, m -> m.count = -1 AND m.msg.bookie = b AND m.msg.cid = c.id AND m.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage') AND m.msg.recovery = true)) AS failed,
         filter(c.curr_fragment.ensemble, b -> NOT exists(messages, m -> m.count = -1 AND m.msg.bookie = b AND m.msg.cid = c.id AND m.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage') AND m.msg.recovery = true)) AS good,
         c.lac + 1 AS first_entry_id
-    FROM choices
+    FROM choices LATERAL VIEW explode(array(0)) AS _split0   -- one row: a method of its own (README, Writing a model)
     WHERE c.status = 'STATUS_IN_RECOVERY' AND meta_status = 'STATUS_IN_RECOVERY'
       -- NoPendingResends(c)
       AND NOT exists(c.pending_add_ops, op -> op.fragment_id <> c.curr_fragment.id
@@ -28,7 +28,7 @@ with_ens AS (
                AND NOT exists(ens, b -> array_contains(failed, b))
                AND forall(good, b -> array_contains(ens, b))
                AND forall(meta_fragments, fr -> NOT (fr.ensemble <=> ens)))) AS new_ensemble
-    FROM pre
+    FROM pre LATERAL VIEW explode(array(0)) AS _split1   -- one row: a method of its own (README, Writing a model)
     WHERE size(failed) > 0
 ),
 enabled AS (
@@ -75,7 +75,7 @@ final AS (
                 'recovery_phase', x.recovery_phase,
                 'last_recoverable_entry', x.last_recoverable_entry), x)) AS clients,
         _parent, _choice
-    FROM enabled
+    FROM enabled LATERAL VIEW explode(array(0)) AS _split   -- one row: a method of its own (README, Writing a model)
 )
 
 SELECT * FROM final

@@ -53,7 +53,7 @@ final AS (
         w2,
         transform(messages, y -> IF(y.msg <=> x.msg, named_struct('msg', y.msg, 'count', y.count - 1), y)) AS messages,
         _parent, mi AS _choice
-    FROM contiguous
+    FROM contiguous LATERAL VIEW explode(array(0)) AS _split   -- one row: a method of its own (README, Writing a model)
 )
 
 SELECT * FROM final

@@ -68,7 +68,7 @@ final AS (
                                     AND y.msg.bookie = bookie AND y.msg.recovery = true AND y.count = -1,
                                     named_struct('msg', y.msg, 'count', 0), y)) AS messages,
         _parent, bi AS _choice
-    FROM updated
+    FROM updated LATERAL VIEW explode(array(0)) AS _split   -- one row: a method of its own (README, Writing a model)
 )
 
 SELECT * FROM final

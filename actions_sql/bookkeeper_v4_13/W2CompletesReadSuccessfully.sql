@@ -60,7 +60,7 @@ final AS (
                                         AND y.count = -1),
                                     named_struct('msg', y.msg, 'count', 0), y)) AS messages,
         _parent, mi AS _choice
-    FROM counted
+    FROM counted LATERAL VIEW explode(array(0)) AS _split   -- one row: a method of its own (README, Writing a model)
     WHERE received_all AND size(has_entry) >= AckQuorum                       -- ReadSuccess
 )
 

@@ -50,7 +50,7 @@ final AS (
             'recovery_phase', w2.recovery_phase) AS w2,
         transform(messages, y -> IF(y.msg <=> x.msg, named_struct('msg', y.msg, 'count', y.count - 1), y)) AS messages,
         _parent, mi AS _choice
-    FROM counted
+    FROM counted LATERAL VIEW explode(array(0)) AS _split   -- one row: a method of its own (README, Writing a model)
     WHERE NOT received_all
 )
 
