@@ -25,10 +25,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "pipelines"))
 
-from engine import expand  # noqa: E402
-from engine.model import load_model, resolve_run  # noqa: E402
-from engine.session import checkpoint, declare_constants, get_spark  # noqa: E402
+from engine.session import get_spark  # noqa: E402
+from plan_union import initial_frontier  # noqa: E402
 
 
 def stages(plan) -> list:
@@ -65,12 +65,7 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     args = p.parse_args(argv)
 
     spark = spark or get_spark()
-    model = load_model(args.model, args.models)
-    spec = resolve_run(model, args.config)
-    declare_constants(spark, model, spec.constants)
-    cm = expand.compile_model(spark, model)
-    frontier = checkpoint(cm.init(spark).drop("_key", "_action")
-                          .selectExpr("*", "named_struct('fp', 0L, 'fp2', 0L, 'ord', 0L) AS _parent"))
+    model, spec, cm, frontier = initial_frontier(spark, args.model, args.config, args.models)
     limit = int(spark.conf.get("spark.sql.codegen.hugeMethodLimit"))
     frontier.createOrReplaceTempView("frontier")
     # Each action's branch of the union on its own: Spark's optimizer drops a branch it proves empty

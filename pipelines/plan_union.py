@@ -28,6 +28,18 @@ from engine.model import load_model, resolve_run  # noqa: E402
 from engine.session import checkpoint, declare_constants, get_spark  # noqa: E402
 
 
+def initial_frontier(spark, name: str, config: str | None, models: Path | None, parts: int | None = None):
+    """The model, its run, its actions compiled in ``spark``'s session with the run's constants, and
+    its initial states as the actions' ``frontier`` (checkpointed; in ``parts`` partitions if given)."""
+    model = load_model(name, models)
+    spec = resolve_run(model, config)
+    declare_constants(spark, model, spec.constants)
+    cm = expand.compile_model(spark, model)
+    init = (cm.init(spark).drop("_key", "_action")
+            .selectExpr("*", "named_struct('fp', 0L, 'fp2', 0L, 'ord', 0L) AS _parent"))
+    return model, spec, cm, checkpoint(init.repartition(parts) if parts else init)
+
+
 def main(argv: list[str] | None = None, spark=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("model")
@@ -40,13 +52,7 @@ def main(argv: list[str] | None = None, spark=None) -> int:
         p.error("--repeat must be at least 1 and --threads at least 2")
 
     spark = spark or get_spark()
-    model = load_model(args.model, args.models)
-    spec = resolve_run(model, args.config)
-    declare_constants(spark, model, spec.constants)
-    cm = expand.compile_model(spark, model)
-    frontier = checkpoint(cm.init(spark).drop("_key", "_action")
-                          .selectExpr("*", "named_struct('fp', 0L, 'fp2', 0L, 'ord', 0L) AS _parent")
-                          .repartition(2))
+    model, spec, cm, frontier = initial_frontier(spark, args.model, args.config, args.models, parts=2)
     print(f"{model.name} ({spec.config}): {len(model.actions)} actions, their union over the initial states "
           f"in 2 partitions, planned by part")
     before = os.environ.get("SSE_PLANNING_THREADS")
