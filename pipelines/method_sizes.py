@@ -15,7 +15,7 @@ of difference), and its stages' code generated and compiled (Janino; Spark cache
 their source). An action Spark's optimizer proves has no successors under the constants has no
 stage. Printed, for each action in Next's order: its stages, the largest method
 of each, in bytes of bytecode, and OVER where one is above the session's limit. Exit status 1 when
-an action is over it.
+an action is over it, 2 for a model or configuration it cannot compile (the error on stderr).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pipelines"))
 
+from engine.errors import EngineError  # noqa: E402
 from engine.session import get_spark  # noqa: E402
 from plan_union import initial_frontier  # noqa: E402
 
@@ -65,7 +66,11 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     args = p.parse_args(argv)
 
     spark = spark or get_spark()
-    model, spec, cm, frontier = initial_frontier(spark, args.model, args.config, args.models)
+    try:
+        model, spec, cm, frontier = initial_frontier(spark, args.model, args.config, args.models)
+    except EngineError as exc:  # an unknown model or configuration, a model file Spark refuses
+        print(f"method_sizes: {exc}", file=sys.stderr)
+        return 2
     limit = int(spark.conf.get("spark.sql.codegen.hugeMethodLimit"))
     frontier.createOrReplaceTempView("frontier")
     # Each action's branch of the union on its own: Spark's optimizer drops a branch it proves empty

@@ -40,3 +40,6 @@ def test_every_action_s_generated_methods_are_under_hotspot_s_limit(spark, capsy
     out = capsys.readouterr().out
     assert "ClientChangesEnsemble" in out and "RecoveryClientChangesEnsemble" in out
     assert "OVER" not in out and out.rstrip().endswith("0 of 21 actions over the limit")
+    assert load_pipeline("method_sizes").main(["bookkeeper", "--config", "no_such_config"], spark=spark) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("method_sizes: ") and "no_such_config" in err
