@@ -44,18 +44,11 @@ def stages(plan) -> list:
     return found
 
 
-def largest_methods(spark, df) -> list[list[int]]:
-    """For each branch of ``df``'s plan (one branch when it is not a union), the largest method of
-    each of its generated stages, in bytes of bytecode."""
-    plan = df._jdf.queryExecution().executedPlan()
-    if plan.getClass().getSimpleName() == "UnionExec":
-        children = plan.children()
-        branches = [children.apply(i) for i in range(children.size())]
-    else:
-        branches = [plan]
+def largest_methods(spark, df) -> list[int]:
+    """The largest method of each generated stage of ``df``'s plan, in bytes of bytecode."""
     compiler = spark._jvm.org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator
-    return [[int(compiler.compile(stage.doCodeGen()._2())._2().maxMethodCodeSize()) for stage in stages(branch)]
-            for branch in branches]
+    return [int(compiler.compile(stage.doCodeGen()._2())._2().maxMethodCodeSize())
+            for stage in stages(df._jdf.queryExecution().executedPlan())]
 
 
 def main(argv: list[str] | None = None, spark=None) -> int:
@@ -76,8 +69,7 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     # Each action's branch of the union on its own: Spark's optimizer drops a branch it proves empty
     # from the union's plan (pulsar_compaction's, with these constants), so the union's children
     # need not be the actions.
-    sizes = [[m for branch in largest_methods(spark, spark.sql(cm.successors_sql[lo:hi])) for m in branch]
-             for lo, hi, _, _ in cm.spans]
+    sizes = [largest_methods(spark, spark.sql(cm.successors_sql[lo:hi])) for lo, hi, _, _ in cm.spans]
     print(f"{model.name} ({spec.config}): each action's generated stages, their largest method in bytes "
           f"(the session's limit: {limit:,})")
     over = []

@@ -49,8 +49,10 @@ def short_run_env(**extra):
 def load_pipeline(name):
     """The module of ``pipelines/<name>.py`` (the pipelines are scripts, not a package)."""
     import importlib.util
+    import sys
     spec = importlib.util.spec_from_file_location(name, ROOT / "pipelines" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (a module's dataclasses look their module up there)
     spec.loader.exec_module(module)
     return module
 

@@ -1,16 +1,13 @@
 """The benchmark script's helpers (no Spark): case parsing, process CPU time, the _benchmarks table."""
-import importlib.util
 import json
 import os
 
 import pytest
 from deltalake import DeltaTable
 
-from conftest import ROOT, short_run_env
+from conftest import ROOT, load_pipeline, short_run_env
 
-_spec = importlib.util.spec_from_file_location("benchmark", ROOT / "pipelines" / "benchmark.py")
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
+bench = load_pipeline("benchmark")
 
 
 def test_case_names_model_config_and_constants():
@@ -100,18 +97,9 @@ def test_core_scaling_times_both_masters_and_prints_the_ratio():
     assert (w1 - 0.0005) / (w2 + 0.0005) - 0.005 <= ratio <= (w1 + 0.0005) / (w2 - 0.0005) + 0.005
 
 
-def _load(name):
-    import sys
-    spec = importlib.util.spec_from_file_location(name, ROOT / "pipelines" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # (a module's dataclasses look their module up there)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_event_log_balance_measures_idle_cores_and_a_lone_task(tmp_path):
     import json
-    balance = _load("event_log_balance")
+    balance = load_pipeline("event_log_balance")
     events = [
         {"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1000, "Stage IDs": [0]},
         {"Event": "SparkListenerStageSubmitted", "Stage Info": {"Stage ID": 0, "Stage Name": "parquet at x"}},
@@ -137,7 +125,7 @@ def test_event_log_balance_measures_the_time_no_job_runs(tmp_path, capsys):
     that overlap count once), and each stretch of at least the given seconds with the call sites of
     the jobs around it."""
     import json
-    balance = _load("event_log_balance")
+    balance = load_pipeline("event_log_balance")
 
     def job(jid, start, end, site):
         return [{"Event": "SparkListenerJobStart", "Job ID": jid, "Submission Time": start, "Stage IDs": [jid],
@@ -174,7 +162,7 @@ def test_sse_event_log_writes_spark_s_event_log_for_a_check(tmp_path):
                           "--warehouse", str(tmp_path / "wh"), "--quiet", "--fresh"],
                          capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
-    balance = _load("event_log_balance")
+    balance = load_pipeline("event_log_balance")
     rows = balance.balance(balance.events_file(tmp_path / "events"), min_wall=0)
     assert rows and all(r["tasks"] >= 1 and 0 < r["busy"] for r in rows)
     assert any("toArrow" in s for r in rows for s in r["stages"])
@@ -225,9 +213,7 @@ def test_profile_jfr_sums_a_check_s_flight_recording(tmp_path, capsys):
     """A check of the test counter under Flight Recorder: its result, then its samples by thread and
     by kind of work, the fingerprint's bytes among them."""
     from conftest import TEST_MODELS
-    spec = importlib.util.spec_from_file_location("profile_jfr", ROOT / "pipelines" / "profile_jfr.py")
-    jfr = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(jfr)
+    jfr = load_pipeline("profile_jfr")
     kept = tmp_path / "run.jfr"
     assert jfr.main(["counter", "--models", str(TEST_MODELS), "--config", "no_deadlock", "--set", "Steps=1,2",
                      "--set", "Max=12", "--keep", str(kept)]) == 0
@@ -278,9 +264,7 @@ def test_profile_driver_counts_a_small_level_s_calls_into_the_jvm():
 
 def test_fingerprint_cost_times_both_schemes_over_a_run_s_states(counter_ok, spark, capsys):
     wh, res = counter_ok
-    spec = importlib.util.spec_from_file_location("fingerprint_cost", ROOT / "pipelines" / "fingerprint_cost.py")
-    cost = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cost)
+    cost = load_pipeline("fingerprint_cost")
     assert cost.main([str(wh / "counter" / res["run_id"]), "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "counter (no_deadlock): 20 stored states, 2 variables" in out
@@ -293,9 +277,7 @@ def test_plan_union_times_the_branches_planned_one_way_and_the_other(spark, caps
     this process's session, prints each repetition's seconds both ways and finds the same successors;
     a single thread to compare with is refused."""
     import re
-    spec = importlib.util.spec_from_file_location("plan_union", ROOT / "pipelines" / "plan_union.py")
-    plan_union = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plan_union)
+    plan_union = load_pipeline("plan_union")
     models = str(ROOT / "tests" / "models")
     with pytest.raises(SystemExit) as exc:
         plan_union.main(["tokens", "--models", models, "--threads", "1"], spark=spark)
@@ -316,7 +298,7 @@ def test_versus_tlc_reads_tlcs_figures_and_its_findings():
     printed it for the oracle's configuration on 2026-11-27), an invariant from its counterexample
     (the oracle's ``bk_v413.txt``), and output with no result, refused with its last lines."""
     from test_ledger_chaining import TLC_DEPTH, TLC_DISTINCT, TLC_GENERATED
-    vs = _load("versus_tlc")
+    vs = load_pipeline("versus_tlc")
     done = vs.tlc_figures((ROOT / "tests" / "tlc_output" / "lc_c3_lim4.txt").read_text())
     assert (done.result, done.distinct, done.generated, done.depth) == ("ok", TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH)
     trace = ROOT.parent / "shared" / "oracle" / "traces" / "bk_v413.txt"
@@ -340,7 +322,7 @@ def test_versus_tlc_reads_tlcs_figures_and_its_findings():
 
 
 def test_versus_tlc_swaps_which_runs_first_each_pair():
-    vs = _load("versus_tlc")
+    vs = load_pipeline("versus_tlc")
     assert vs.pair_orders(3) == [("tlc", "engine"), ("engine", "tlc"), ("tlc", "engine")]
     assert vs.pair_orders(2, "engine") == [("engine", "tlc"), ("tlc", "engine")]
 
@@ -349,7 +331,7 @@ def test_versus_tlc_counts_the_cpu_of_a_child_left_running():
     """A process that starts a child and exits before it (PySpark leaves its JVM so): the wall time
     ends with the process, the CPU seconds include the child's, followed until it ends."""
     import sys
-    vs = _load("versus_tlc")
+    vs = load_pipeline("versus_tlc")
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.8: pass\n"
     parent = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {burn!r}])\ntime.sleep(0.5)\n"
     got = vs.timed([sys.executable, "-c", parent], ROOT)
@@ -360,7 +342,7 @@ def test_versus_tlc_counts_the_cpu_of_a_child_left_running():
 def test_versus_tlc_refuses_what_it_cannot_run(tmp_path, capsys):
     """Each missing piece is named before anything runs: TLC's jar, the spec's module in the spec
     folder, a configuration file for constants set on the case, a model that does not exist."""
-    vs = _load("versus_tlc")
+    vs = load_pipeline("versus_tlc")
     jar, specs = tmp_path / "tla2tools.jar", tmp_path / "specs"
 
     def refused(*argv: str) -> str:
