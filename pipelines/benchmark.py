@@ -8,8 +8,9 @@ configuration) or ``ledger_chaining+Clients=c1,c2+LedgerLimit=3``. Every case ru
 temporary warehouse, in one Spark session (its start-up is paid once and reported with each case).
 
 For each case it prints: the result and TLC's figures (distinct, generated, depth), wall time
-(start-up included), Spark start-up (and whether the JVM mapped its class archive, engine.class_archive),
-states generated and distinct states per second, the median and
+(start-up included), Spark start-up (and whether the JVM mapped its class archive, engine.class_archive;
+how many generated sources' classes were defined from disk and how many compiled, engine.session's
+code cache), states generated and distinct states per second, the median and
 worst fixed cost per level (the time of levels that generated fewer than ``--small`` states: the
 engine's overhead, not work on states), CPU seconds of the whole process tree (driver, JVM, Python
 workers: a figure that stays meaningful when the machine is shared, unlike wall time), peak
@@ -59,6 +60,7 @@ sys.path.insert(0, str(ROOT))
 from engine.checker import check  # noqa: E402
 from engine.model import load_model, parse_case, resolve_run  # noqa: E402
 from engine import class_archive  # noqa: E402
+from engine.session import code_cache_counts  # noqa: E402
 from engine.session import get_spark  # noqa: E402
 
 _TCK = os.sysconf("SC_CLK_TCK")
@@ -265,6 +267,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         sampler = MemorySampler(spark, jvm_pid, sample_every)
         c0, t0 = cpu_seconds(), time.time()
         sampler.t0 = t0
+        code0 = code_cache_counts(spark)
         sampler.start()
         try:
             out = check(spec, wh, spark=spark, fresh=True)
@@ -272,6 +275,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
             samples = sampler.stop()
         search = time.time() - t0
         cpu = cpu_seconds() - c0
+        code1 = code_cache_counts(spark)
         by_kind = sampler.cpu_by_kind()
         other = sampler.other_by_name()
         from deltalake import DeltaTable
@@ -285,6 +289,8 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "result": out.result, "distinct": out.distinct_states, "generated": out.states_generated,
         "depth": out.depth, "levels": len(levels),
         "wall_s": startup + search, "startup_s": startup, "class_archive": class_archive.status(),
+        "code_cache": (f"{code1['hits'] - code0['hits']} sources from disk, "
+                       f"{code1['compiled'] - code0['compiled']} compiled" if code0 and code1 else "off"),
         "cpus": len(os.sched_getaffinity(0)),
         "jvm_cpus": int(spark._jvm.java.lang.Runtime.getRuntime().availableProcessors()),
         "search_s": search, "cpu_s": cpu,
@@ -308,7 +314,7 @@ def show(r: dict, small: int) -> None:
     print(f"result             {r['result']}: {r['distinct']:,} distinct, {r['generated']:,} generated, "
           f"depth {r['depth']}")
     print(f"wall time          {r['wall_s']:.1f} s (Spark start-up {r['startup_s']:.1f} s, search {r['search_s']:.1f} s; "
-          f"class archive {r['class_archive']})")
+          f"class archive {r['class_archive']}; code cache: {r.get('code_cache', 'off')})")
     print(f"cpu time           {r['cpu_s']:.1f} s (driver, JVM and Python workers, search only), "
           f"on {r['cpus']} of {os.cpu_count()} CPUs (the JVM sees {r['jvm_cpus']})")
     print("cpu by thread      " + ", ".join(f"{THREAD_KIND_NAMES[k]} {r[f'cpu_{k}_s']:.1f} s" for k in THREAD_KIND_NAMES)

@@ -39,7 +39,9 @@ def _profile(env_extra):
     import subprocess
     import sys
     from conftest import TEST_MODELS
-    env = short_run_env(**env_extra)
+    # Spark's own cache alone: classes kept on disk by an earlier run (engine.session's code cache)
+    # would be defined, not compiled, and counted by neither figure.
+    env = short_run_env(SSE_CODE_CACHE="off", **env_extra)
     res = subprocess.run([sys.executable, str(ROOT / "pipelines" / "profile_level.py"), "tokens",
                           "--models", str(TEST_MODELS), "--repeat", "2"],
                          capture_output=True, text=True, env=env, timeout=600)
