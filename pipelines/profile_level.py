@@ -7,7 +7,8 @@ model's initial states, written as one Parquet file like a level of the search, 
 times with a fresh plan each time, as the search does. For each repetition it prints the wall time
 of building the query and of Catalyst's phases (Spark's own planning tracker: parsing, analysis,
 optimization, physical planning), the time to run it (``localCheckpoint``, as the search does), how
-many classes Spark compiled (Janino, from ``CodegenMetrics``) and in how many milliseconds, and the
+many classes Spark compiled (Janino, from ``CodegenMetrics``) and in how many milliseconds, how many
+sources' classes it defined from disk instead (engine.session's code cache), and the
 Spark jobs, stages and tasks it took. The first repetition pays for the first compilation; the
 others show the cost every later level pays. ``--tasks N`` coalesces the union to N tasks, as the
 search does for small levels (``engine.checker.SMALL_FRONTIER``); 0 keeps a task per partition.
@@ -25,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.expand import compile_model  # noqa: E402
 from engine.model import load_model, resolve_run  # noqa: E402
-from engine.session import declare_constants, get_spark  # noqa: E402
+from engine.session import code_cache_counts, declare_constants, get_spark  # noqa: E402
 
 
 def _compiles(spark) -> tuple[int, int]:
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{model.name} ({spec.config}): {len(model.actions)} actions, union over the initial states, "
               f"{'a task per partition' if not tasks else f'{tasks} tasks'}")
         for rep in range(1, args.repeat + 1):
-            c0 = _compiles(spark)
+            c0, k0 = _compiles(spark), code_cache_counts(spark)
             j0 = max(st.getJobIdsForGroup(None) or [-1])
             t0 = time.time()
             base = cm.successors(spark, spark.read.parquet(level))  # parsed and analyzed here
@@ -74,14 +75,15 @@ def main(argv: list[str] | None = None) -> int:
                 while it.hasNext():
                     kv = it.next()
                     phases[kv._1()] = phases.get(kv._1(), 0) + kv._2().durationMs() / 1000
-            c1 = _compiles(spark)
+            c1, k1 = _compiles(spark), code_cache_counts(spark)
+            from_disk = f", {k1['hits'] - k0['hits']} from disk (the code cache)" if k0 and k1 else ""
             jobs = [j for j in st.getJobIdsForGroup(None) if j > j0]
             stages = [s for j in jobs if st.getJobInfo(j) for s in st.getJobInfo(j).stageIds]
             n_tasks = sum(st.getStageInfo(s).numTasks for s in stages if st.getStageInfo(s))
             print(f"repeat {rep}: plan {t1 - t0:.2f} s (parsing {phases.get('parsing', 0):.2f}, "
                   f"analysis {phases.get('analysis', 0):.2f}, optimization {phases.get('optimization', 0):.2f}, "
                   f"planning {phases.get('planning', 0):.2f}), run {t2 - t1:.2f} s, {rows} successors; "
-                  f"compiled {c1[0] - c0[0]} classes in {(c1[1] - c0[1]) / 1000:.2f} s; "
+                  f"compiled {c1[0] - c0[0]} classes in {(c1[1] - c0[1]) / 1000:.2f} s{from_disk}; "
                   f"{len(jobs)} jobs, {len(stages)} stages, {n_tasks} tasks", flush=True)
     spark.stop()
     return 0
