@@ -98,7 +98,7 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
                    .config("spark.eventLog.compress", "false"))
     conf = dict(conf or {})
     if code_cache is not None:
-        conf.setdefault("spark.sse.codeCache.dir", str(code_cache))
+        conf.setdefault(CODE_CACHE_CONF, str(code_cache))
     if ext_jar:
         # On the driver's class path (Py4J registers the function there) and shipped to executors
         # that run in JVMs of their own (a spark:// master), which deserialize it with each task.
@@ -125,6 +125,7 @@ def get_spark(master: str | None = None, app_name: str = "state-space-engine",
 
 CODEGEN = "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator$"
 CODE_CACHE_ENV = "SSE_CODE_CACHE"
+CODE_CACHE_CONF = "spark.sse.codeCache.dir"  # the folder, read by CodeCache.register as the session starts
 
 
 def code_cache_folder(ext_jar: str | None, java_home: str | None) -> Path | None:
@@ -147,8 +148,9 @@ def code_cache_folder(ext_jar: str | None, java_home: str | None) -> Path | None
 
 def code_cache_counts(spark: SparkSession) -> dict[str, int] | None:
     """This JVM's code cache figures so far: sources whose classes were defined from disk (``hits``),
-    compiled by Spark, written to disk, found unreadable; None when the session has no code cache."""
-    if not spark.sparkContext.getConf().get("spark.sse.codeCache.dir", ""):
+    compiled by Spark, written to disk, found unreadable; None when the session has no code cache
+    (none asked for, or this Spark's cache could not be reached: ``CodeCache.installed``)."""
+    if not spark.sparkContext.getConf().get(CODE_CACHE_CONF, "") or not spark._jvm.sse.CodeCache.installed():
         return None
     hits, compiled, written, unreadable = map(int, spark._jvm.sse.CodeCache.counts().split(","))
     return {"hits": hits, "compiled": compiled, "written": written, "unreadable": unreadable}

@@ -34,7 +34,7 @@ def code_cache(spark, tmp_path):
     if session.code_cache_counts(spark) is None:
         pytest.skip("no code cache in this session: no engine jar (no JDK), or SSE_CODE_CACHE=off")
     folder = tmp_path / "codegen"
-    before = spark.sparkContext.getConf().get("spark.sse.codeCache.dir", "")
+    before = spark.sparkContext.getConf().get(session.CODE_CACHE_CONF, "")
     assert spark._jvm.sse.CodeCache.install(str(folder), 256 << 20).startswith("installed")
     yield folder
     if before:

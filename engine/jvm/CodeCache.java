@@ -51,6 +51,7 @@ public final class CodeCache extends CacheLoader<Object, Object> {
     private static final AtomicLong COMPILED = new AtomicLong();
     private static final AtomicLong WRITTEN = new AtomicLong();
     private static final AtomicLong UNREADABLE = new AtomicLong();
+    private static volatile boolean installed;  // in front of Spark's loader in this JVM
 
     private final CacheLoader<Object, Object> spark;  // Spark's own: Janino, timed, its metrics
     private volatile Path folder;
@@ -90,6 +91,7 @@ public final class CodeCache extends CacheLoader<Object, Object> {
             } else {
                 loaderField.set(local, new CodeCache(current, path));
             }
+            installed = true;
             trim(path, maxBytes);
             return "installed " + path;
         } catch (Exception | LinkageError e) {
@@ -138,6 +140,11 @@ public final class CodeCache extends CacheLoader<Object, Object> {
             Files.deleteIfExists(p);
             total -= size;
         }
+    }
+
+    /** Whether the cache is in front of Spark's loader in this JVM (its counts mean something). */
+    public static boolean installed() {
+        return installed;
     }
 
     /** hits, compiled, written, unreadable: this JVM's counts. */
