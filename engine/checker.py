@@ -398,7 +398,7 @@ class _Search:
         if n_seen < seen_index.INDEX_FROM:
             return seen_index.plain_unseen(firsts, self.seen(seen_depth))
         if not self.index.fragments:
-            self.index.add(self.seen(seen_depth))  # the first use, or a resumed run
+            self.index.add(self.seen(seen_depth), n_seen)  # the first use, or a resumed run
         return self.index.unseen(firsts)
 
     def new_states(self, succ: DataFrame, depth: int, anti_join: bool, n_seen: int = 0, n_gen: int = 0) -> DataFrame:

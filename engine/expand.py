@@ -299,7 +299,8 @@ def _expression(f: SqlFile, out: StructType | ModelError) -> str:
 def rows_frame(spark: SparkSession, rdd, schema) -> DataFrame:
     """A DataFrame whose plan is ``rdd`` (a JVM RDD of Spark's internal rows of ``schema``, a
     ``StructType`` or its JVM counterpart from ``jvm_schema``): Spark neither analyzes nor optimizes
-    what made the rows again. The engine's one use of this internal API."""
+    what made the rows again. The engine's one door into this internal API (the held unions, the seen
+    index's sorted runs)."""
     jsp = spark._jsparkSession
     jschema = jvm_schema(spark, schema) if isinstance(schema, StructType) else schema
     return DataFrame(jsp.internalCreateDataFrame(rdd, jschema, False), spark)

@@ -43,7 +43,9 @@ def _fingerprints(spark, start: int, end: int):
     return ids.select(F.xxhash64("id", F.lit(1)).alias("_fp"), F.xxhash64("id", F.lit(2)).alias("_fp2"))
 
 
-def _join_kind(df) -> str:
+def _join_kind(df, index=None) -> str:
+    if index is not None and index.sorted:
+        return "sorted runs"  # engine/jvm/SortedSeen.java: no join in Spark's plan
     plan = df._jdf.queryExecution().executedPlan().toString()
     for kind in ("BroadcastHashJoin", "SortMergeJoin", "ShuffledHashJoin", "BroadcastNestedLoopJoin"):
         if kind in plan:
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                     out = index.unseen(cand) if index else plain_unseen(cand, seen)
                     found = out.count()
                     times.append(time.time() - t0)
-                    kind = _join_kind(out)
+                    kind = _join_kind(out, index)
                     if index:
                         # what a level also pays: its new states become a fragment (then dropped again)
                         t0 = time.time()

@@ -147,9 +147,9 @@ def test_levels_split_over_many_partitions_give_the_same_search(capsys, tmp_path
 
 def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     """Above INDEX_FROM seen states a level is anti-joined against the cached, hash-partitioned seen
-    index (engine.seen) instead of the stored files. Used from the first level, merged every other
-    level, with one successor a partition (so the index is re-partitioned as levels grow), the
-    counts, depth and shortest trace are those of the reference search. Every path to a counter
+    index (engine.seen) instead of the stored files. Used from the first level, merged as levels
+    come, with at most 3 fingerprints a partition's sorted run (so the index is partitioned anew
+    as levels grow), the counts, depth and shortest trace are those of the reference search. Every path to a counter
     state has the same length, so no state is met again at a later level: that the index finds old
     states is tested on ledger chaining (tests/test_ledger_chaining.py)."""
     from engine import arrow_level, checker, seen
@@ -160,11 +160,17 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)  # small levels too
     monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
     monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 3)
+    monkeypatch.setattr(seen, "RUN_MAX", 3)
+    parts = []
+    real_repartition = seen.SeenIndex._repartition
+    monkeypatch.setattr(seen.SeenIndex, "_repartition",
+                        lambda self: real_repartition(self) or parts.append(self.partitions))
     code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
     want = bfs({1, 2}, 6, deadlock=False)
     assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
         (want["distinct"], want["generated"], want["depth"])
     assert len(calls) == want["depth"]  # every level expanded, the last one included
+    assert parts == sorted(parts) and parts  # partitioned anew as the levels grew
     code, res, _ = check(capsys, tmp_path, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
                          "--set", "Limit=5")
     want = bfs({1, 2}, 8, limit=5, deadlock=False)

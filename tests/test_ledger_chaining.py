@@ -101,8 +101,10 @@ def test_ledger_limit_is_a_constant(capsys, tmp_path):
 
 def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     """Leader changes revisit states met many levels earlier, so every seen state must be found.
-    The seen index (engine.seen) from the first level on, merged every other level and re-partitioned
-    as levels grow, gives the plain anti-join's figures."""
+    The seen index (engine.seen) from the first level on gives the plain anti-join's figures: as
+    sorted runs (engine/jvm/SortedSeen.java), merged as levels come and partitioned anew as they
+    grow, and as the rows' fragments (SSE_SORTED_SEEN=0, the engine without its JVM classes),
+    merged every other level and re-partitioned."""
     from engine import arrow_level, checker, seen
 
     def run(tag):
@@ -121,6 +123,17 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)  # small levels too
     monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
     monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 20)
+    # Sorted runs partitioned anew past 4 fingerprints a run (50 states: from 2 partitions to 32).
+    monkeypatch.setattr(seen, "MIN_PARTITIONS", 1)
+    monkeypatch.setattr(seen, "RUN_MAX", 4)
+    parts = []
+    real_repartition = seen.SeenIndex._repartition
+    monkeypatch.setattr(seen.SeenIndex, "_repartition",
+                        lambda self: real_repartition(self) or parts.append(self.partitions))
     assert run("index") == plain
+    assert len(parts) >= 3 and parts == sorted(parts)  # the counts above held across every re-partition
     monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: True)
     assert run("index_driver") == plain
+    monkeypatch.setenv(seen.SORTED_ENV, "0")
+    parts.clear()
+    assert run("index_rows") == plain and not parts

@@ -1,0 +1,76 @@
+"""The seen index as sorted runs (engine/jvm/SortedSeen.java, engine.seen.SeenIndex) against a
+set held in Python: which of a level's states it finds, across merges and re-partitions, on the
+pairs a sort and a galloping search get wrong first (equal first fingerprints, signed extremes)."""
+import random
+
+import pytest
+from pyspark.sql.types import LongType, StructField, StructType
+
+from engine import seen
+
+SCHEMA = StructType([StructField("_fp", LongType(), False), StructField("_fp2", LongType(), False),
+                     StructField("_i", LongType(), False)])
+LO, HI = -(2 ** 63), 2 ** 63 - 1
+
+
+def _pairs(rng, n):
+    # Many pairs share their first fingerprint, so the second decides; the extremes are included.
+    out = {(LO, LO), (LO, HI), (HI, LO), (HI, HI), (0, 0), (-1, 1)}
+    while len(out) < n:
+        out.add((rng.randint(-3, 3), rng.randint(LO, HI)) if rng.random() < 0.5
+                else (rng.randint(LO, HI), rng.randint(-2, 2)))
+    return sorted(out)
+
+
+def _frame(spark, pairs, start=0):
+    return spark.createDataFrame([(a, b, start + i) for i, (a, b) in enumerate(pairs)], SCHEMA)
+
+
+def _found_new(index, spark, probe):
+    out = index.unseen(_frame(spark, probe))
+    return sorted(r["_i"] for r in out.select("_i").collect())
+
+
+@pytest.mark.parametrize("sorted_runs", [True, False], ids=["sorted_runs", "rows"])
+def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, sorted_runs):
+    """Levels of 1 to 400 fingerprints added one by one: the newest fragments merge, and past 60
+    fingerprints a run the index is partitioned anew. After each level a probe of seen and unseen
+    pairs (some twice) keeps exactly the unseen ones, as the set in Python says; the same with the
+    rows' fragments (SSE_SORTED_SEEN=0)."""
+    monkeypatch.setenv(seen.SORTED_ENV, "1" if sorted_runs else "0")
+    monkeypatch.setattr(seen, "MIN_PARTITIONS", 2)
+    monkeypatch.setattr(seen, "RUN_MAX", 60)
+    monkeypatch.setattr(seen, "MAX_FRAGMENTS", 3)
+    rng = random.Random(7)
+    universe = _pairs(rng, 1200)
+    rng.shuffle(universe)
+    index = seen.SeenIndex(spark, 2)
+    assert index.sorted == sorted_runs
+    held, at = set(), 0
+    try:
+        for size in (1, 3, 400, 7, 150, 90, 2, 250, 30):
+            level = universe[at:at + size]
+            at += size
+            index.add(_frame(spark, level).select("_fp", "_fp2"))
+            held |= set(level)
+            probe = rng.sample(universe, 120) + rng.sample(sorted(held), min(5, len(held)))
+            want = sorted(i for i, p in enumerate(probe) if p not in held)
+            assert _found_new(index, spark, probe) == want
+        if sorted_runs:
+            assert index.partitions >= 16 and sum(index.sizes) == len(held)  # 933 / 60: re-partitioned
+            assert len(index.fragments) <= 3 and index.largest_run <= seen.RUN_MAX
+        assert _found_new(index, spark, []) == []
+    finally:
+        index.release()
+    assert not index.fragments and not index.rdd_ids
+
+
+def test_a_run_is_made_of_sorted_rows_only(spark):
+    """The runs are packed from rows Spark sorted; rows out of order are refused, not indexed."""
+    from engine import jvm_ext
+    if not jvm_ext.has_class(spark, "SortedSeen"):
+        pytest.skip("the engine's JVM classes are not loaded")
+    rows = _frame(spark, [(5, 1), (4, 9)]).coalesce(1)._jdf.queryExecution().toRdd()
+    runs = spark._jvm.sse.SortedSeen.pack(rows, 0, 1)
+    with pytest.raises(Exception, match="SortedSeen.pack: the rows are not sorted by \\(fp, fp2\\)"):
+        spark._jvm.sse.SortedSeen.sizes(runs)
