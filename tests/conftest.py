@@ -57,6 +57,23 @@ def load_pipeline(name):
     return module
 
 
+def seen_index_everywhere(monkeypatch, rows_per_partition: int, run_max: int) -> list[int]:
+    """Every level anti-joined against the seen index (engine.seen), small levels too, its fragments
+    merged every other level and its sorted runs partitioned anew past ``run_max`` fingerprints; the
+    list returned gets the index's partitions after each re-partition."""
+    from engine import arrow_level, checker, seen
+    monkeypatch.setattr(seen, "INDEX_FROM", 0)
+    monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)
+    monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
+    monkeypatch.setattr(checker, "ROWS_PER_PARTITION", rows_per_partition)
+    monkeypatch.setattr(seen, "MIN_PARTITIONS", 1)
+    monkeypatch.setattr(seen, "RUN_MAX", run_max)
+    parts = []
+    real = seen.SeenIndex._repartition
+    monkeypatch.setattr(seen.SeenIndex, "_repartition", lambda self: real(self) or parts.append(self.partitions))
+    return parts
+
+
 def run_cli(capsys, *argv):
     """Run the command line in this process (sharing the Spark session); return (code, stdout, stderr)."""
     from engine.cli import main

@@ -7,7 +7,7 @@ import pytest
 
 from deltalake import DeltaTable
 
-from conftest import TEST_MODELS, run_cli
+from conftest import TEST_MODELS, run_cli, seen_index_everywhere
 
 
 def bfs(steps, max_, limit=99, cap=99, deadlock=True):
@@ -152,19 +152,11 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     as levels grow), the counts, depth and shortest trace are those of the reference search. Every path to a counter
     state has the same length, so no state is met again at a later level: that the index finds old
     states is tested on ledger chaining (tests/test_ledger_chaining.py)."""
-    from engine import arrow_level, checker, seen
+    from engine import seen
     calls = []
     real = seen.SeenIndex.unseen
     monkeypatch.setattr(seen.SeenIndex, "unseen", lambda self, states: calls.append(1) or real(self, states))
-    monkeypatch.setattr(seen, "INDEX_FROM", 0)
-    monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)  # small levels too
-    monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
-    monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 3)
-    monkeypatch.setattr(seen, "RUN_MAX", 3)
-    parts = []
-    real_repartition = seen.SeenIndex._repartition
-    monkeypatch.setattr(seen.SeenIndex, "_repartition",
-                        lambda self: real_repartition(self) or parts.append(self.partitions))
+    parts = seen_index_everywhere(monkeypatch, rows_per_partition=3, run_max=3)
     code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
     want = bfs({1, 2}, 6, deadlock=False)
     assert (res["distinct_states"], res["states_generated"], res["depth"]) == \

@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 import yaml
 from deltalake import DeltaTable
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, seen_index_everywhere
 
 # TLC, LedgerChaining.tla, Clients = {c1,c2,c3}, CONSTRAINT md_next_lid < 4 (shared/oracle/README.md)
 TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH = 375_963, 2_207_914, 40
@@ -105,7 +105,7 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     sorted runs (engine/jvm/SortedSeen.java), merged as levels come and partitioned anew as they
     grow, and as the rows' fragments (SSE_SORTED_SEEN=0, the engine without its JVM classes),
     merged every other level and re-partitioned."""
-    from engine import arrow_level, checker, seen
+    from engine import checker, seen
 
     def run(tag):
         code, out, err = run_cli(capsys, "check", "ledger_chaining", "--warehouse", str(tmp_path / tag),
@@ -119,17 +119,8 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     # against seen states the other stored.
     monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: depth % 2 == 1)
     assert run("alternating") == plain
-    monkeypatch.setattr(seen, "INDEX_FROM", 0)
-    monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)  # small levels too
-    monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
-    monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 20)
     # Sorted runs partitioned anew past 4 fingerprints a run (50 states: from 2 partitions to 32).
-    monkeypatch.setattr(seen, "MIN_PARTITIONS", 1)
-    monkeypatch.setattr(seen, "RUN_MAX", 4)
-    parts = []
-    real_repartition = seen.SeenIndex._repartition
-    monkeypatch.setattr(seen.SeenIndex, "_repartition",
-                        lambda self: real_repartition(self) or parts.append(self.partitions))
+    parts = seen_index_everywhere(monkeypatch, rows_per_partition=20, run_max=4)
     assert run("index") == plain
     assert len(parts) >= 3 and parts == sorted(parts)  # the counts above held across every re-partition
     monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: True)
