@@ -25,7 +25,8 @@ CASE is the benchmark's: ``MODEL[:CONFIG]``. The configuration's TLC file is
 ``../shared/oracle/cfg/<CONFIG>.cfg`` beside the checkout unless ``--cfg`` names one; a case with
 ``+CONST=VALUE`` overrides needs a ``--cfg`` of its own. CPU seconds are those of each process tree
 (``os.wait4``). Both must find the same result, and for a run without a finding the same distinct
-states, states generated and depth: otherwise the pair is reported and the command fails.
+states, states generated and depth (with more than one TLC worker, a depth at most TLC's: its depth
+can overshoot the breadth-first one): otherwise the pair is reported and the command fails.
 
 Each pair is appended to the Delta table ``<warehouse>/_versus_tlc`` unless ``--no-record``.
 """
@@ -153,12 +154,21 @@ def engine_figures(stdout: str) -> Figures:
     return Figures(result, res["distinct_states"], res["states_generated"], res["depth"])
 
 
-def disagreement(tlc: Figures, eng: Figures) -> str | None:
+def deeper_by_workers(tlc: Figures, eng: Figures, workers: int) -> bool:
+    """Whether TLC reports a greater depth than the engine only as its workers do: with more than one,
+    a worker may take a state off the queue before the level above is done, and the depth TLC prints
+    can overshoot the breadth-first depth (ledger chaining: 41 once in about ten runs, else 40)."""
+    return workers > 1 and None not in (tlc.depth, eng.depth) and eng.depth < tlc.depth
+
+
+def disagreement(tlc: Figures, eng: Figures, workers: int = 1) -> str | None:
     """Why the two runs disagree, or None. Figures are compared only for runs without a finding (TLC
-    stops within a level at a violation, the engine at the end of it)."""
+    stops within a level at a violation, the engine at the end of it). The depth must be TLC's, or,
+    with more than one TLC worker, at most TLC's (``deeper_by_workers``)."""
     if tlc.result != eng.result:
         return f"TLC found {tlc.result}, the engine {eng.result}"
-    if tlc.result == "ok" and (tlc.distinct, tlc.generated, tlc.depth) != (eng.distinct, eng.generated, eng.depth):
+    if tlc.result == "ok" and ((tlc.distinct, tlc.generated) != (eng.distinct, eng.generated)
+                               or (tlc.depth != eng.depth and not deeper_by_workers(tlc, eng, workers))):
         return (f"TLC: {tlc.distinct:,} distinct, {tlc.generated:,} generated, depth {tlc.depth}; engine: "
                 f"{eng.distinct:,} distinct, {eng.generated:,} generated, depth {eng.depth}")
     return None
@@ -229,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"case     {args.case} ({model_name}:{spec.config}; TLC: {module} with {cfg}, "
           f"{args.workers} workers{'' if spec.deadlock else ', -deadlock'})", flush=True)
-    rows, failed = [], []
+    rows, failed, overshoots = [], [], []
     for i, order in enumerate(pair_orders(args.pairs, args.first)):
         got: dict[str, Timed] = {}
         for who in order:
@@ -243,11 +253,16 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             raise SystemExit(f"TLC (exit {t.returncode}): {exc}") from None
         ef = engine_figures(e.stdout)
-        why = disagreement(tf, ef)
+        why = disagreement(tf, ef, args.workers)
+        overshoot = tf.result == "ok" and deeper_by_workers(tf, ef, args.workers)
+        if overshoot:
+            overshoots.append(tf.depth)
         ratio = e.wall_s / t.wall_s
         print(f"pair {i + 1}  ({' then '.join(order)})  TLC {t.wall_s:6.1f} s ({t.cpu_s:6.1f} CPU-s)   engine "
               f"{e.wall_s:6.1f} s ({e.cpu_s:6.1f} CPU-s)   engine/TLC {ratio:.2f}x"
-              + (f"   DISAGREE: {why}" if why else ""), flush=True)
+              + (f"   DISAGREE: {why}" if why else "")
+              + (f"   (TLC's depth {tf.depth}: with {args.workers} workers it can overshoot)" if overshoot else ""),
+              flush=True)
         if why:
             failed.append(why)
         rows.append({"case": args.case, "pair": i + 1, "first": order[0], "tlc_s": round(t.wall_s, 3),
@@ -257,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     ratios = [r["ratio"] for r in rows]
     med = statistics.median(ratios)
     print(f"result   {rows[0]['result']}: {rows[0]['distinct']:,} distinct, {rows[0]['generated']:,} generated, "
-          f"depth {rows[0]['depth']} (both)" if not failed else "result   the two disagree (above)")
+          f"depth {rows[0]['depth']} (both" + (f"; TLC's depth overshot in {len(overshoots)} pair(s): "
+                                                 f"{', '.join(map(str, overshoots))})" if overshoots else ")")
+          if not failed else "result   the two disagree (above)")
     print(f"median   TLC {statistics.median(r['tlc_s'] for r in rows):.1f} s, engine "
           f"{statistics.median(r['engine_s'] for r in rows):.1f} s; engine/TLC {med:.2f}x "
           f"(pairs {min(ratios):.2f}x to {max(ratios):.2f}x); within {TARGET}x: {'yes' if med <= TARGET else 'no'}, "

@@ -318,6 +318,16 @@ def test_versus_tlc_reads_tlcs_figures_and_its_findings():
     assert vs.disagreement(done, vs.engine_figures(json.dumps(engine))) == (
         f"TLC: {TLC_DISTINCT:,} distinct, {TLC_GENERATED:,} generated, depth {TLC_DEPTH}; engine: "
         f"{TLC_DISTINCT - 1:,} distinct, {TLC_GENERATED:,} generated, depth {TLC_DEPTH}")
+    # TLC's depth one over the engine's: its workers' overshoot with 2 of them, a disagreement with 1;
+    # an engine deeper than TLC disagrees either way.
+    engine["distinct_states"] += 1
+    deeper = vs.Figures("ok", TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH + 1)
+    assert vs.disagreement(deeper, vs.engine_figures(json.dumps(engine)), workers=2) is None
+    assert vs.disagreement(deeper, vs.engine_figures(json.dumps(engine)), workers=1) == (
+        f"TLC: {TLC_DISTINCT:,} distinct, {TLC_GENERATED:,} generated, depth {TLC_DEPTH + 1}; engine: "
+        f"{TLC_DISTINCT:,} distinct, {TLC_GENERATED:,} generated, depth {TLC_DEPTH}")
+    shallower = vs.Figures("ok", TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH - 1)
+    assert vs.disagreement(shallower, vs.engine_figures(json.dumps(engine)), workers=2) is not None
     engine.update(result="invariant_violated", violated_invariant="TypeOK")
     assert vs.disagreement(done, vs.engine_figures(json.dumps(engine))) == \
         "TLC found ok, the engine invariant_violated:TypeOK"
