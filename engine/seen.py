@@ -25,6 +25,7 @@ disk, and rebuilt from the stored levels when a run resumes.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
@@ -68,29 +69,29 @@ class SeenIndex:
     def _persisted(self) -> set[int]:
         return persistent_rdd_ids(self.spark)
 
-    def _planned(self, df: DataFrame):
+    @contextmanager
+    def _sorted(self, df: DataFrame):
         """``df`` hash-partitioned by fingerprint into the index's partitions and sorted within them,
-        and the JVM RDD of its rows. Adaptive execution would hide the partitioning: planned without it."""
+        to be planned (and run) inside the block: adaptive execution would hide the partitioning."""
         conf = self.spark.conf
         adaptive = conf.get(_ADAPTIVE)
         conf.set(_ADAPTIVE, "false")
         try:
-            q = df.repartition(self.partitions, *KEYS).sortWithinPartitions(*KEYS)
-            return q, q._jdf.queryExecution().toRdd()
+            yield df.repartition(self.partitions, *KEYS).sortWithinPartitions(*KEYS)
         finally:
             conf.set(_ADAPTIVE, adaptive)
+
+    def _planned(self, df: DataFrame):
+        """``_sorted(df)`` and the JVM RDD of its rows."""
+        with self._sorted(df) as q:
+            return q, q._jdf.queryExecution().toRdd()
 
     def _fragment(self, fps: DataFrame) -> DataFrame:
         # A local checkpoint keeps the plan's partitioning and order: joins against it neither
         # shuffle nor sort it again.
         before = self._persisted()
-        conf = self.spark.conf
-        adaptive = conf.get(_ADAPTIVE)
-        conf.set(_ADAPTIVE, "false")
-        try:
-            frag = checkpoint(fps.select(*KEYS).repartition(self.partitions, *KEYS).sortWithinPartitions(*KEYS))
-        finally:
-            conf.set(_ADAPTIVE, adaptive)
+        with self._sorted(fps.select(*KEYS)) as q:
+            frag = checkpoint(q)
         self.rdd_ids |= self._persisted() - before
         return frag
 

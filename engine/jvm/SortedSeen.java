@@ -44,10 +44,6 @@ public final class SortedSeen {
             this.n = n;
         }
 
-        public int size() {
-            return n;
-        }
-
         static int compare(long a, long b, long c, long d) {
             int x = Long.compare(a, c);
             return x != 0 ? x : Long.compare(b, d);
