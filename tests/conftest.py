@@ -58,9 +58,9 @@ def load_pipeline(name):
 
 
 def seen_index_everywhere(monkeypatch, rows_per_partition: int, run_max: int) -> list[int]:
-    """Every level anti-joined against the seen index (engine.seen), small levels too, its fragments
-    merged every other level and its sorted runs partitioned anew past ``run_max`` fingerprints; the
-    list returned gets the index's partitions after each re-partition."""
+    """Every level anti-joined against the seen index (engine.seen), small levels too, with at most two
+    fragments and its sorted runs partitioned anew past ``run_max`` fingerprints; the list returned
+    gets the index's partitions after each re-partition."""
     from engine import arrow_level, checker, seen
     monkeypatch.setattr(seen, "INDEX_FROM", 0)
     monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)

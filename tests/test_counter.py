@@ -149,9 +149,9 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     """Above INDEX_FROM seen states a level is anti-joined against the cached, hash-partitioned seen
     index (engine.seen) instead of the stored files. Used from the first level, merged as levels
     come, with at most 3 fingerprints a partition's sorted run (so the index is partitioned anew
-    as levels grow), the counts, depth and shortest trace are those of the reference search. Every path to a counter
-    state has the same length, so no state is met again at a later level: that the index finds old
-    states is tested on ledger chaining (tests/test_ledger_chaining.py)."""
+    as levels grow), the counts, depth and shortest trace are those of the reference search. Every
+    path to a counter state has the same length, so no state is met again at a later level: that the
+    index finds old states is tested on ledger chaining (tests/test_ledger_chaining.py)."""
     from engine import seen
     calls = []
     real = seen.SeenIndex.unseen

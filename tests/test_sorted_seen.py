@@ -22,8 +22,8 @@ def _pairs(rng, n):
     return sorted(out)
 
 
-def _frame(spark, pairs, start=0):
-    return spark.createDataFrame([(a, b, start + i) for i, (a, b) in enumerate(pairs)], SCHEMA)
+def _frame(spark, pairs):
+    return spark.createDataFrame([(a, b, i) for i, (a, b) in enumerate(pairs)], SCHEMA)
 
 
 def _found_new(index, spark, probe):
