@@ -297,6 +297,9 @@ class _Search:
         self.row_bytes: float | None = None
         # The seen states' fingerprints on the driver, for small levels (below DRIVER_SEEN_MAX seen states).
         self.seen_fps: arrow_level.SeenFingerprints | None = None
+        # That copy, kept from the moment the driver lets it go until the seen index is made from it
+        # (SeenIndex.add_pairs) instead of from the stored levels.
+        self.index_seed: arrow_level.SeenFingerprints | None = None
         # (depth, stored states) of the last level finished on the driver: the next level's frontier.
         self.held: tuple[int, pa.Table] | None = None
         # (depth, checkpointed new states, its RDD id) of the last level finished by Spark: the next
@@ -340,6 +343,7 @@ class _Search:
         if self._persister is not None:
             self._persister.shutdown()
         self.index.release()
+        self.index_seed = None
         self.seen_filter.stop()
         if self.held_union is not None:
             self.held_union.close()
@@ -398,7 +402,11 @@ class _Search:
         if n_seen < seen_index.INDEX_FROM:
             return seen_index.plain_unseen(firsts, self.seen(seen_depth))
         if not self.index.fragments:
-            self.index.add(self.seen(seen_depth), n_seen)  # the first use, or a resumed run
+            seed, self.index_seed = self.index_seed, None
+            # The first use: from the driver's last copy of the fingerprints when it holds exactly these
+            # states, else (a resumed run, a cluster) from the stored levels.
+            if seed is None or seed.count != n_seen or not self.index.add_pairs(seed.tables(), self.seen_filter.folder):
+                self.index.add(self.seen(seen_depth), n_seen)
         return self.index.unseen(firsts)
 
     def new_states(self, succ: DataFrame, depth: int, anti_join: bool, n_seen: int = 0, n_gen: int = 0) -> DataFrame:
@@ -1002,7 +1010,10 @@ class _Search:
         return self.seen_fps
 
     def _forget_seen(self) -> None:
-        """Past DRIVER_SEEN_MAX the seen states stay in Spark (the driver's memory stays flat)."""
+        """Past DRIVER_SEEN_MAX the seen states stay in Spark (the driver's memory stays flat): the
+        driver's copy is kept only until the seen index is made from it."""
+        if self.seen_fps is not None and not self.index.fragments:
+            self.index_seed = self.seen_fps
         self.seen_fps = None
         if self.seen_filter.on:
             self.seen_filter.stop()
@@ -1165,10 +1176,10 @@ class _Search:
     def _add_seen(self, fig: LevelFigures, fps: pa.Table) -> None:
         """Let the driver's and the JVM's seen sets know of a committed level's fingerprints ``fps``
         (past DRIVER_SEEN_MAX, forget them)."""
+        self.seen_fps.add(fps)
         if fig.distinct_total >= arrow_level.DRIVER_SEEN_MAX:
             self._forget_seen()
         else:
-            self.seen_fps.add(fps)
             self.seen_filter.add(fps)
 
     def _persist_batch(self, batch: list[tuple[LevelFigures, pa.Table, pa.Table]]) -> None:

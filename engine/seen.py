@@ -25,8 +25,12 @@ disk, and rebuilt from the stored levels when a run resumes.
 from __future__ import annotations
 
 import os
+import tempfile
 from contextlib import contextmanager
 from functools import reduce
+from pathlib import Path
+
+import numpy as np
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -111,6 +115,30 @@ class SeenIndex:
         self.fragments.append(self._fragment(fps))
         if len(self.fragments) > MAX_FRAGMENTS:
             self._merge()
+
+    def add_pairs(self, tables: list, folder: Path) -> bool:
+        """Index the fingerprints of ``tables`` (Arrow tables of ``_fp``, ``_fp2``: the driver's copy
+        of every stored state's, as it lets that copy go) as the first fragment: partitioned and
+        sorted in this JVM (``SortedSeen.fromFile``, through a file in ``folder``), where ``add``
+        reads the stored levels back and shuffles them. False, and nothing done, where it cannot:
+        the rows' fragments, an index already made, or not Spark's local mode."""
+        if not self.sorted or self.fragments or not self.spark.sparkContext.master.startswith("local"):
+            return False
+        self._partitions_for(sum(t.num_rows for t in tables))
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".index-", suffix=".bin")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                for t in tables:
+                    pairs = np.empty((t.num_rows, 2), dtype="<i8")
+                    pairs[:, 0] = t["_fp"].to_numpy()
+                    pairs[:, 1] = t["_fp2"].to_numpy()
+                    f.write(pairs.tobytes())
+            runs = self._runs.fromFile(self.spark.sparkContext._jsc, tmp, self.partitions)
+        finally:
+            os.unlink(tmp)
+        self._add_runs(runs)
+        return True
 
     def _merge(self) -> None:
         old, old_ids = self.fragments, self.rdd_ids

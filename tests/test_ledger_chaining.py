@@ -103,8 +103,9 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     """Leader changes revisit states met many levels earlier, so every seen state must be found.
     The seen index (engine.seen) from the first level on gives the plain anti-join's figures: as
     sorted runs (engine/jvm/SortedSeen.java), merged as levels come and partitioned anew as they
-    grow, and as the rows' fragments (SSE_SORTED_SEEN=0, the engine without its JVM classes),
-    merged every other level and re-partitioned."""
+    grow; first made from the driver's copy of the fingerprints as it lets that copy go; and as the
+    rows' fragments (SSE_SORTED_SEEN=0, the engine without its JVM classes), merged every other
+    level and re-partitioned."""
     from engine import checker, seen
 
     def run(tag):
@@ -125,6 +126,18 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     assert len(parts) >= 3 and parts == sorted(parts)  # the counts above held across every re-partition
     monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: True)
     assert run("index_driver") == plain
+    # The driver lets its copy of the seen fingerprints go past 20 states and the index is first
+    # made from that copy (SeenIndex.add_pairs), not from the stored levels: levels on the driver,
+    # then alternating with Spark's stages.
+    from engine import arrow_level
+    monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 20)
+    made = []
+    real = seen.SeenIndex.add_pairs
+    monkeypatch.setattr(seen.SeenIndex, "add_pairs", lambda self, *a: made.append(real(self, *a)) or made[-1])
+    assert run("index_from_driver") == plain and made == [True]
+    monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: depth % 2 == 1)
+    made.clear()
+    assert run("index_from_driver_alternating") == plain and made == [True]
     monkeypatch.setenv(seen.SORTED_ENV, "0")
     parts.clear()
     assert run("index_rows") == plain and not parts

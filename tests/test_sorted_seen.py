@@ -74,3 +74,36 @@ def test_a_run_is_made_of_sorted_rows_only(spark):
     runs = spark._jvm.sse.SortedSeen.pack(rows, 0, 1)
     with pytest.raises(Exception, match="SortedSeen.pack: the rows are not sorted by \\(fp, fp2\\)"):
         spark._jvm.sse.SortedSeen.sizes(runs)
+
+
+def test_runs_made_from_the_drivers_copy_are_sparks(spark, tmp_path, monkeypatch):
+    """The index first made from the driver's copy of the fingerprints (SeenIndex.add_pairs: this JVM
+    hashes them into Spark's partitions and each task sorts its run) holds the runs Spark's hash
+    partitioning and sort make of the same pairs, partition by partition and in order, and finds
+    exactly the unseen states of a probe."""
+    import pyarrow as pa
+    from engine.expand import rows_frame
+    monkeypatch.setattr(seen, "MIN_PARTITIONS", 7)
+    rng = random.Random(11)
+    pairs = _pairs(rng, 3000)
+    rng.shuffle(pairs)
+    halves = [pa.table({"_fp": [a for a, _ in part], "_fp2": [b for _, b in part]})
+              for part in (pairs[:1000], pairs[1000:])]
+    made, packed = seen.SeenIndex(spark, 2), seen.SeenIndex(spark, 2)
+    try:
+        assert made.add_pairs(halves, tmp_path)
+        packed.add(_frame(spark, pairs).select("_fp", "_fp2"), len(pairs))
+        assert made.partitions == packed.partitions == 7 and made.sizes == packed.sizes == [3000]
+        schema = SCHEMA[:2]
+        by_part = [rows_frame(spark, index._runs.rows(index.fragments[0]), schema).rdd.glom().collect()
+                   for index in (made, packed)]
+        assert by_part[0] == by_part[1] and all(by_part[0])
+        assert all(p == sorted(p) for p in by_part[0])
+        probe = rng.sample(pairs, 40) + _pairs(random.Random(12), 60)
+        want = sorted(i for i, p in enumerate(probe) if p not in set(pairs))
+        assert want and _found_new(made, spark, probe) == want
+        assert not made.add_pairs(halves, tmp_path)  # once, as the first fragment only
+        assert list(tmp_path.iterdir()) == []  # (its file removed)
+    finally:
+        made.release()
+        packed.release()

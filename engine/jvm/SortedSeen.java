@@ -1,6 +1,7 @@
 package sse;
 
 import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.java.function.FlatMapFunction2;
 import org.apache.spark.api.java.function.Function;
@@ -9,13 +10,23 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.storage.StorageLevel;
+import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 
+import java.io.IOException;
 import java.io.Serializable;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The seen states' fingerprints as sorted arrays (engine/seen.py): a fragment is an RDD with one
@@ -82,6 +93,153 @@ public final class SortedSeen {
     public static JavaRDD<Run> pack(RDD<InternalRow> sorted, int fpIndex, int fp2Index) {
         JavaRDD<Run> runs = sorted.toJavaRDD().mapPartitions(new Pack(fpIndex, fp2Index), true);
         return keep(runs);
+    }
+
+    /** Runs handed from the driver to the tasks of {@link #fromFile}'s job, by a key of that call. */
+    private static final ConcurrentHashMap<String, Run[]> HANDED = new ConcurrentHashMap<>();
+
+    /** Spark's partition of a row by {@code (fp, fp2)}: {@code HashPartitioning}'s Murmur3 hash of the
+     * two {@code bigint} columns (seed 42, the second hashed with the first's hash as its seed), pmod
+     * {@code partitions}. */
+    static int partitionOf(long fp, long fp2, int partitions) {
+        int h = Murmur3_x86_32.hashLong(fp2, Murmur3_x86_32.hashLong(fp, 42));
+        int r = h % partitions;
+        return r < 0 ? r + partitions : r;
+    }
+
+    /**
+     * A fragment of the fingerprints in the file at {@code path} (little-endian pairs of longs, the
+     * driver's copy of the stored states' fingerprints), as {@link #pack} makes it from rows Spark
+     * hash-partitioned into {@code partitions} and sorted: the index first made without reading the
+     * stored levels back and shuffling them. This JVM reads and scatters the pairs; each task sorts
+     * its partition's run. In local mode only: the runs reach the tasks through this JVM's memory.
+     * The fragment is computed (and kept) before this returns.
+     */
+    public static JavaRDD<Run> fromFile(JavaSparkContext sc, String path, int partitions) throws IOException {
+        long[] pairs = readPairs(path);
+        int n = pairs.length / 2;
+        int[] part = new int[n];
+        int[] count = new int[partitions];
+        for (int i = 0; i < n; i++) {
+            part[i] = partitionOf(pairs[2 * i], pairs[2 * i + 1], partitions);
+            count[part[i]]++;
+        }
+        Run[] runs = new Run[partitions];
+        for (int p = 0; p < partitions; p++) {
+            runs[p] = new Run(new long[count[p]], new long[count[p]], count[p]);
+        }
+        int[] at = new int[partitions];
+        for (int i = 0; i < n; i++) {
+            Run r = runs[part[i]];
+            int k = at[part[i]]++;
+            r.fp[k] = pairs[2 * i];
+            r.fp2[k] = pairs[2 * i + 1];
+        }
+        pairs = null;
+        String key = UUID.randomUUID().toString();
+        HANDED.put(key, runs);
+        try {
+            List<Integer> ids = new ArrayList<>(partitions);
+            for (int p = 0; p < partitions; p++) {
+                ids.add(p);
+            }
+            // (parallelize puts element p alone in partition p when there are as many as partitions)
+            JavaRDD<Run> out = keep(sc.parallelize(ids, partitions).map(new Sorted(key)));
+            sizes(out);
+            return out;
+        } finally {
+            HANDED.remove(key);
+        }
+    }
+
+    private static long[] readPairs(String path) throws IOException {
+        try (FileChannel ch = FileChannel.open(Paths.get(path), StandardOpenOption.READ)) {
+            long size = ch.size();
+            if (size % 16 != 0 || size / 8 > Integer.MAX_VALUE - 8) {
+                throw new IOException("SortedSeen.fromFile: " + path + ": " + size + " bytes, not pairs of longs"
+                        + " (or too many)");
+            }
+            long[] out = new long[(int) (size / 8)];
+            ByteBuffer buf = ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
+            int k = 0;
+            while (k < out.length) {
+                if (ch.read(buf) < 0) {
+                    throw new IOException("SortedSeen.fromFile: " + path + ": truncated");
+                }
+                buf.flip();
+                while (buf.remaining() >= 8) {
+                    out[k++] = buf.getLong();
+                }
+                buf.compact();
+            }
+            return out;
+        }
+    }
+
+    /** Partition p's run of the handed-over runs, sorted in place. */
+    static final class Sorted implements Function<Integer, Run> {
+        private static final long serialVersionUID = 1L;
+        private final String key;
+
+        Sorted(String key) {
+            this.key = key;
+        }
+
+        @Override public Run call(Integer p) {
+            Run[] runs = HANDED.get(key);
+            if (runs == null) {
+                throw new IllegalStateException("SortedSeen.fromFile: the runs are in the driver's JVM, not this one"
+                        + " (local mode only)");
+            }
+            Run r = runs[p];
+            sort(r.fp, r.fp2, r.n);
+            return r;
+        }
+    }
+
+    /** Sorts the pairs (a[i], b[i]) of the first n by (a, b), signed, as Spark sorts two bigints. */
+    static void sort(long[] a, long[] b, int n) {
+        final int small = 32;
+        for (int lo = 0; lo < n; lo += small) {  // insertion sort of each small range
+            int hi = Math.min(lo + small, n);
+            for (int i = lo + 1; i < hi; i++) {
+                long x = a[i], y = b[i];
+                int j = i - 1;
+                while (j >= lo && Run.compare(a[j], b[j], x, y) > 0) {
+                    a[j + 1] = a[j];
+                    b[j + 1] = b[j];
+                    j--;
+                }
+                a[j + 1] = x;
+                b[j + 1] = y;
+            }
+        }
+        long[] sa = a, sb = b, da = new long[n], db = new long[n];
+        for (int w = small; w < n; w <<= 1) {  // then merges of ranges twice as wide each pass
+            for (int lo = 0; lo < n; lo += 2 * w) {
+                int mid = Math.min(lo + w, n), hi = Math.min(lo + 2 * w, n), i = lo, j = mid, k = lo;
+                while (i < mid && j < hi) {
+                    if (Run.compare(sa[i], sb[i], sa[j], sb[j]) <= 0) {
+                        da[k] = sa[i];
+                        db[k++] = sb[i++];
+                    } else {
+                        da[k] = sa[j];
+                        db[k++] = sb[j++];
+                    }
+                }
+                System.arraycopy(sa, i, da, k, mid - i);
+                System.arraycopy(sb, i, db, k, mid - i);
+                k += mid - i;
+                System.arraycopy(sa, j, da, k, hi - j);
+                System.arraycopy(sb, j, db, k, hi - j);
+            }
+            long[] t = sa; sa = da; da = t;
+            t = sb; sb = db; db = t;
+        }
+        if (sa != a) {
+            System.arraycopy(sa, 0, a, 0, n);
+            System.arraycopy(sb, 0, b, 0, n);
+        }
     }
 
     /** The runs of {@code a} and {@code b} (the same partitions) merged: a fragment, as {@link #pack}'s. */
