@@ -25,16 +25,14 @@ disk, and rebuilt from the stored levels when a run resumes.
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import contextmanager
 from functools import reduce
 from pathlib import Path
 
-import numpy as np
-
 from pyspark.sql import DataFrame, SparkSession
 
 from . import jvm_ext
+from .seen_filter import pairs_file
 from .session import checkpoint, persistent_rdd_ids, unpersist_rdds
 
 __all__ = ["SeenIndex", "plain_unseen", "INDEX_FROM", "MAX_FRAGMENTS", "RUN_MAX", "SORTED_ENV"]
@@ -125,18 +123,8 @@ class SeenIndex:
         if not self.sorted or self.fragments or not self.spark.sparkContext.master.startswith("local"):
             return False
         self._partitions_for(sum(t.num_rows for t in tables))
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".index-", suffix=".bin")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                for t in tables:
-                    pairs = np.empty((t.num_rows, 2), dtype="<i8")
-                    pairs[:, 0] = t["_fp"].to_numpy()
-                    pairs[:, 1] = t["_fp2"].to_numpy()
-                    f.write(pairs.tobytes())
-            runs = self._runs.fromFile(self.spark.sparkContext._jsc, tmp, self.partitions)
-        finally:
-            os.unlink(tmp)
+        with pairs_file(folder, tables) as path:
+            runs = self._runs.fromFile(self.spark.sparkContext._jsc, path, self.partitions)
         self._add_runs(runs)
         return True
 

@@ -29,7 +29,9 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +40,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from . import arrow_level, jvm_ext
 
-__all__ = ["PATH", "SEEN", "SeenFilter"]
+__all__ = ["PATH", "SEEN", "SeenFilter", "pairs_array", "pairs_file"]
 
 SEEN = "_seen"
 # The columns that differ between two rows of one state: the path by which each met it.
@@ -46,6 +48,29 @@ PATH = ["_parent_fp", "_parent_fp2", "_parent_ord", "_key", "_action"]
 # Up to this many fingerprints are sent to the JVM in the Py4J call (16 bytes each); more go
 # through a file.
 BYTES_MAX = 1 << 12
+
+
+def pairs_array(fps: pa.Table) -> np.ndarray:
+    """The fingerprints of ``fps`` (``_fp``, ``_fp2``) as rows of two little-endian longs."""
+    pairs = np.empty((fps.num_rows, 2), dtype="<i8")
+    pairs[:, 0] = fps["_fp"].to_numpy()
+    pairs[:, 1] = fps["_fp2"].to_numpy()
+    return pairs
+
+
+@contextmanager
+def pairs_file(folder: Path, tables: Iterable[pa.Table]) -> Iterator[str]:
+    """A file in ``folder`` of the fingerprints of ``tables``, little-endian pairs of longs (what the
+    engine's JVM classes read: ``SeenSet.readPairs``), removed after the block."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".seen-", suffix=".bin")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for t in tables:
+                f.write(pairs_array(t).tobytes())
+        yield tmp
+    finally:
+        os.unlink(tmp)
 
 
 class SeenFilter:
@@ -70,22 +95,13 @@ class SeenFilter:
         """Add the fingerprints ``fps`` (columns ``_fp``, ``_fp2``) to the JVM's set."""
         if not self.on or fps.num_rows == 0:
             return
-        pairs = np.empty((fps.num_rows, 2), dtype="<i8")
-        pairs[:, 0] = fps["_fp"].to_numpy()
-        pairs[:, 1] = fps["_fp2"].to_numpy()
         if fps.num_rows <= BYTES_MAX:  # a small level's: in the call itself
             if self._add_bytes is None:
                 self._add_bytes = self._jvm().addBytes  # (Py4J looks a member up with a call of its own)
-            self.count = int(self._add_bytes(self.name, bytearray(pairs.tobytes())))
+            self.count = int(self._add_bytes(self.name, bytearray(pairs_array(fps).tobytes())))
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".seen-", suffix=".bin")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(pairs.tobytes())
-            self.count = int(self._jvm().addFile(self.name, tmp))
-        finally:
-            os.unlink(tmp)
+        with pairs_file(self.folder, [fps]) as path:
+            self.count = int(self._jvm().addFile(self.name, path))
 
     def open_level(self) -> None:
         """A fresh level for the next job's rows to claim their fingerprints in (``repeats``)."""

@@ -188,18 +188,29 @@ public final class SeenSet extends Expression implements java.io.Serializable {
      * creating it; returns the set's size. */
     public static long addFile(String name, String path) throws IOException {
         Table t = SETS.computeIfAbsent(name, k -> new Table());
+        long[] p = readPairs(path);
+        for (int i = 0; i < p.length; i += 2) t.add(p[i], p[i + 1]);
+        return t.size();
+    }
+
+    /** The little-endian pairs of longs in the file at {@code path}, as one array (a, b, a, b, ...):
+     * fingerprints the driver hands to this JVM (engine.seen_filter.pairs_file). */
+    static long[] readPairs(String path) throws IOException {
         try (FileChannel ch = FileChannel.open(Paths.get(path), StandardOpenOption.READ)) {
             long n = ch.size();
             if (n % 16 != 0) throw new IOException(path + ": " + n + " bytes, not pairs of longs");
+            if (n / 8 > Integer.MAX_VALUE - 8) throw new IOException(path + ": " + n + " bytes, too many pairs");
+            long[] out = new long[(int) (n / 8)];
             ByteBuffer buf = ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
-            while (ch.read(buf) > 0 || buf.position() > 0) {
+            int k = 0;
+            while (k < out.length) {
+                if (ch.read(buf) < 0) throw new IOException(path + ": truncated");
                 buf.flip();
-                while (buf.remaining() >= 16) t.add(buf.getLong(), buf.getLong());
+                while (buf.remaining() >= 8) out[k++] = buf.getLong();
                 buf.compact();
-                if (buf.position() > 0 && ch.position() >= n) throw new IOException(path + ": truncated");
             }
+            return out;
         }
-        return t.size();
     }
 
     /** Adds the fingerprints in {@code pairs} (little-endian pairs of longs, a small level's, sent

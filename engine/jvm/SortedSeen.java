@@ -14,11 +14,6 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 
 import java.io.IOException;
 import java.io.Serializable;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
-import java.nio.file.Paths;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -116,7 +111,7 @@ public final class SortedSeen {
      * The fragment is computed (and kept) before this returns.
      */
     public static JavaRDD<Run> fromFile(JavaSparkContext sc, String path, int partitions) throws IOException {
-        long[] pairs = readPairs(path);
+        long[] pairs = SeenSet.readPairs(path);
         int n = pairs.length / 2;
         int[] part = new int[n];
         int[] count = new int[partitions];
@@ -149,30 +144,6 @@ public final class SortedSeen {
             return out;
         } finally {
             HANDED.remove(key);
-        }
-    }
-
-    private static long[] readPairs(String path) throws IOException {
-        try (FileChannel ch = FileChannel.open(Paths.get(path), StandardOpenOption.READ)) {
-            long size = ch.size();
-            if (size % 16 != 0 || size / 8 > Integer.MAX_VALUE - 8) {
-                throw new IOException("SortedSeen.fromFile: " + path + ": " + size + " bytes, not pairs of longs"
-                        + " (or too many)");
-            }
-            long[] out = new long[(int) (size / 8)];
-            ByteBuffer buf = ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
-            int k = 0;
-            while (k < out.length) {
-                if (ch.read(buf) < 0) {
-                    throw new IOException("SortedSeen.fromFile: " + path + ": truncated");
-                }
-                buf.flip();
-                while (buf.remaining() >= 8) {
-                    out[k++] = buf.getLong();
-                }
-                buf.compact();
-            }
-            return out;
         }
     }
 
