@@ -288,7 +288,8 @@ class _Search:
         self.timer = _Timer()
         self._spark_before = False  # whether the level before ran Spark's stages
         self.base_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
-        self.index = seen_index.SeenIndex(spark, max(self.base_partitions, spark.sparkContext.defaultParallelism))
+        self.index = seen_index.SeenIndex(spark, max(self.base_partitions, spark.sparkContext.defaultParallelism),
+                                          store.root / "_frontier")
         # terminal finding -> {"count", "state"}, over the levels this process expanded
         self.terminal: dict[str, dict[str, Any]] = {}
         # The largest successors-per-state ratio met so far and the bytes of a successor row as Arrow:
@@ -401,13 +402,17 @@ class _Search:
         """``firsts`` without the states stored through ``seen_depth`` (``n_seen`` of them)."""
         if n_seen < seen_index.INDEX_FROM:
             return seen_index.plain_unseen(firsts, self.seen(seen_depth))
+        self._make_index(seen_depth, n_seen)
+        return self.index.unseen(firsts)
+
+    def _make_index(self, seen_depth: int, n_seen: int) -> None:
+        """The seen index made, at its first use: from the driver's last copy of the fingerprints when
+        it holds exactly the ``n_seen`` states stored through ``seen_depth``, else (a resumed run, a
+        cluster) from the stored levels."""
         if not self.index.fragments:
             seed, self.index_seed = self.index_seed, None
-            # The first use: from the driver's last copy of the fingerprints when it holds exactly these
-            # states, else (a resumed run, a cluster) from the stored levels.
-            if seed is None or seed.count != n_seen or not self.index.add_pairs(seed.tables(), self.seen_filter.folder):
+            if seed is None or seed.count != n_seen or not self.index.add_pairs(seed.tables()):
                 self.index.add(self.seen(seen_depth), n_seen)
-        return self.index.unseen(firsts)
 
     def new_states(self, succ: DataFrame, depth: int, anti_join: bool, n_seen: int = 0, n_gen: int = 0) -> DataFrame:
         """The new states of level ``depth``, one per fingerprint (the first in TLC's order),
@@ -1025,6 +1030,9 @@ class _Search:
         if n_seen < arrow_level.DRIVER_SEEN_MAX:
             return self._driver_seen(depth).unseen(states)
         self._forget_seen()
+        if n_seen >= seen_index.INDEX_FROM and self.index.takes_pairs:
+            self._make_index(depth, n_seen)
+            return self.index.unseen_table(states)
         probe = self.spark.createDataFrame(pa.table({"_fp": states["_fp"], "_fp2": states["_fp2"],
                                                      "_i": arrow_level.positions(states.num_rows)}))
         kept = self.unseen(probe, depth, n_seen).select("_i").toArrow()
@@ -1063,6 +1071,9 @@ class _Search:
     def _frontier_size(self, depth: int) -> int:
         return next((f.new_states for f in self._figs if f.depth == depth), 0)
 
+    def _index_takes_pairs(self) -> bool:
+        return bool(self.index.fragments) and self.index.takes_pairs
+
     def _finish_level(self, cand: DataFrame, depth: int, n_gen: int, distinct_total: int,
                       generated_total: int, t0: float, deadlocked: dict | None,
                       per_action: dict[str, int]) -> dict | None:
@@ -1072,7 +1083,8 @@ class _Search:
             # suite on the driver, where a count and the suite's aggregation over Spark were two jobs.
             # With the fingerprints the driver's seen set grows by (rather than read from the written
             # files: the write may still run when the next level starts).
-            keys = arrow_level.KEYS if self.seen_fps is not None else []
+            # With them the seen index grows too, where it takes the driver's pairs (not read back).
+            keys = arrow_level.KEYS if self.seen_fps is not None or self._index_takes_pairs() else []
             flags = SeenFilter.check(cand.select("_in_model", *[InvariantSuite.column(n) for n in self.suite.names],
                                                  *keys, *([SEEN] if SEEN in cand.columns else [])).toArrow())
             n_new = int(pc.sum(flags["_in_model"]).as_py() or 0)
@@ -1098,7 +1110,8 @@ class _Search:
         # Kept as the next level's frontier (released with that level) unless the search stops here.
         self.kept = (depth, cand, _checkpoint_rdd_id(cand)) if n_new and not violation else None
         if PIPELINE and deadlocked is None and violation is None and n_new \
-                and (fps is not None or self.seen_fps is None) and not self.index.fragments:
+                and (fps is not None or (self.seen_fps is None and not self.index.fragments)) \
+                and (not self.index.fragments or self.index.takes_pairs):
             # Written and committed on the persisting thread while the next level is planned and its
             # job starts (the driver alone plans; the cores were idle for those 3 to 4 s a level).
             return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, None,
@@ -1124,8 +1137,9 @@ class _Search:
         n_new = int(pc.sum(in_model).as_py() or 0)
         n_out = int(pc.sum(pc.invert(in_model)).as_py() or 0)
         self.timer.mark("dedupe")
-        if PIPELINE and deadlocked is None and n_new and not self.index.fragments and self._all_hold(new):
-            # (The seen index, once used, reads each committed level's files: then in line.)
+        if PIPELINE and deadlocked is None and n_new and self._all_hold(new) \
+                and (not self.index.fragments or self.index.takes_pairs):
+            # (A seen index that cannot take the level's pairs reads its committed files: then in line.)
             return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, None,
                                       per_action, new.filter(in_model), validate=new)
         report = self.suite.validate_arrow(new)
@@ -1181,6 +1195,14 @@ class _Search:
             self._forget_seen()
         else:
             self.seen_filter.add(fps)
+
+    def _index_level(self, depth: int, fps: pa.Table | None) -> None:
+        """Index a committed level's fingerprints: from ``fps`` (its stored states' fingerprints) where
+        the driver has them and the index takes them, else read back from the level's files."""
+        if fps is not None and self.index.takes_pairs:
+            self.index.hold(fps.select(arrow_level.KEYS))
+        else:
+            self.index.add(self.read_level(depth))
 
     def _persist_batch(self, batch: list[tuple[LevelFigures, pa.Table, pa.Table]]) -> None:
         """``_persist`` for consecutive levels finished on the driver (VALIDATE_BATCH): their new
@@ -1240,7 +1262,7 @@ class _Search:
         self.held = (depth, stored) if stored is not None and n_new and not violation else None
         if n_new and not violation:
             if self.index.fragments:
-                self.index.add(self.read_level(depth))
+                self._index_level(depth, fps if fps is not None else stored)
             if self.seen_fps is not None and not seen_now:
                 self._add_seen(fig, self._level_table(depth, arrow_level.KEYS))
         self.timer.mark("commit")

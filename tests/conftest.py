@@ -59,8 +59,9 @@ def load_pipeline(name):
 
 def seen_index_everywhere(monkeypatch, rows_per_partition: int, run_max: int) -> list[int]:
     """Every level anti-joined against the seen index (engine.seen), small levels too, with at most two
-    fragments and its sorted runs partitioned anew past ``run_max`` fingerprints; the list returned
-    gets the index's partitions after each re-partition."""
+    fragments, its sorted runs partitioned anew past ``run_max`` fingerprints and at most 2 committed
+    states' fingerprints held on the driver (PENDING_MAX); the list returned gets the index's
+    partitions after each re-partition."""
     from engine import arrow_level, checker, seen
     monkeypatch.setattr(seen, "INDEX_FROM", 0)
     monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)
@@ -68,6 +69,7 @@ def seen_index_everywhere(monkeypatch, rows_per_partition: int, run_max: int) ->
     monkeypatch.setattr(checker, "ROWS_PER_PARTITION", rows_per_partition)
     monkeypatch.setattr(seen, "MIN_PARTITIONS", 1)
     monkeypatch.setattr(seen, "RUN_MAX", run_max)
+    monkeypatch.setattr(seen, "PENDING_MAX", 2)
     parts = []
     real = seen.SeenIndex._repartition
     monkeypatch.setattr(seen.SeenIndex, "_repartition", lambda self: real(self) or parts.append(self.partitions))

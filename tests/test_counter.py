@@ -154,8 +154,10 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     index finds old states is tested on ledger chaining (tests/test_ledger_chaining.py)."""
     from engine import seen
     calls = []
-    real = seen.SeenIndex.unseen
-    monkeypatch.setattr(seen.SeenIndex, "unseen", lambda self, states: calls.append(1) or real(self, states))
+    for name in ("unseen", "unseen_table"):  # (a level in Spark, a level on the driver)
+        real = getattr(seen.SeenIndex, name)
+        monkeypatch.setattr(seen.SeenIndex, name,
+                            lambda self, states, real=real: calls.append(1) or real(self, states))
     parts = seen_index_everywhere(monkeypatch, rows_per_partition=3, run_max=3)
     code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
     want = bfs({1, 2}, 6, deadlock=False)

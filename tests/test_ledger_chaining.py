@@ -103,7 +103,8 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     """Leader changes revisit states met many levels earlier, so every seen state must be found.
     The seen index (engine.seen) from the first level on gives the plain anti-join's figures: as
     sorted runs (engine/jvm/SortedSeen.java), merged as levels come and partitioned anew as they
-    grow; first made from the driver's copy of the fingerprints as it lets that copy go; and as the
+    grow, the levels' fingerprints held on the driver or made fragments; first made from the
+    driver's copy of the fingerprints as it lets that copy go; and as the
     rows' fragments (SSE_SORTED_SEEN=0, the engine without its JVM classes), merged every other
     level and re-partitioned."""
     from engine import checker, seen
@@ -127,10 +128,12 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: True)
     assert run("index_driver") == plain
     # The driver lets its copy of the seen fingerprints go past 20 states and the index is first
-    # made from that copy (SeenIndex.add_pairs), not from the stored levels: levels on the driver,
-    # then alternating with Spark's stages.
+    # made from that copy (SeenIndex.add_pairs), not from the stored levels: levels on the driver
+    # (each level's fingerprints then held on the driver, SeenIndex.hold, none made a fragment),
+    # then alternating with Spark's stages (which make the held ones a fragment first).
     from engine import arrow_level
     monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 20)
+    monkeypatch.setattr(seen, "PENDING_MAX", 10 ** 6)
     made = []
     real = seen.SeenIndex.add_pairs
     monkeypatch.setattr(seen.SeenIndex, "add_pairs", lambda self, *a: made.append(real(self, *a)) or made[-1])

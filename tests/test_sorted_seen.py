@@ -31,12 +31,31 @@ def _found_new(index, spark, probe):
     return sorted(r["_i"] for r in out.select("_i").collect())
 
 
+def _table(pairs):
+    import pyarrow as pa
+    return pa.table({"_fp": pa.array([a for a, _ in pairs], pa.int64()),
+                     "_fp2": pa.array([b for _, b in pairs], pa.int64()),
+                     "_i": pa.array(range(len(pairs)), pa.int64())})
+
+
+def _jobs(spark):
+    return max(spark.sparkContext.statusTracker().getJobIdsForGroup(), default=-1)
+
+
+def _found_on_the_driver(index, probe, monkeypatch, here):
+    """The probe's positions ``SeenIndex.unseen_table`` keeps: looked up in this JVM's copy of the
+    runs (``here``) or by a job."""
+    monkeypatch.setattr(seen, "HERE_MAX", 10 ** 6 if here else 0)
+    return index.unseen_table(_table(probe))["_i"].to_pylist()
+
+
 @pytest.mark.parametrize("sorted_runs", [True, False], ids=["sorted_runs", "rows"])
-def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, sorted_runs):
+def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, tmp_path, sorted_runs):
     """Levels of 1 to 400 fingerprints added one by one: the newest fragments merge, and past 60
     fingerprints a run the index is partitioned anew. After each level a probe of seen and unseen
-    pairs (some twice) keeps exactly the unseen ones, as the set in Python says; the same with the
-    rows' fragments (SSE_SORTED_SEEN=0)."""
+    pairs (some twice) keeps exactly the unseen ones, as the set in Python says, whether it comes as
+    rows or (sorted runs) as a level on the driver; the same with the rows' fragments
+    (SSE_SORTED_SEEN=0)."""
     monkeypatch.setenv(seen.SORTED_ENV, "1" if sorted_runs else "0")
     monkeypatch.setattr(seen, "MIN_PARTITIONS", 2)
     monkeypatch.setattr(seen, "RUN_MAX", 60)
@@ -44,7 +63,7 @@ def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, sorted_runs
     rng = random.Random(7)
     universe = _pairs(rng, 1200)
     rng.shuffle(universe)
-    index = seen.SeenIndex(spark, 2)
+    index = seen.SeenIndex(spark, 2, tmp_path)
     assert index.sorted == sorted_runs
     held, at = set(), 0
     try:
@@ -56,6 +75,9 @@ def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, sorted_runs
             probe = rng.sample(universe, 120) + rng.sample(sorted(held), min(5, len(held)))
             want = sorted(i for i, p in enumerate(probe) if p not in held)
             assert _found_new(index, spark, probe) == want
+            if sorted_runs:
+                for here in (True, False):
+                    assert _found_on_the_driver(index, probe, monkeypatch, here) == want
         if sorted_runs:
             assert index.partitions >= 16 and sum(index.sizes) == len(held)  # 933 / 60: re-partitioned
             assert len(index.fragments) <= 3 and index.largest_run <= seen.RUN_MAX
@@ -63,6 +85,44 @@ def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, sorted_runs
     finally:
         index.release()
     assert not index.fragments and not index.rdd_ids
+    assert list(tmp_path.iterdir()) == []  # (the pairs' files removed)
+
+
+def test_levels_held_on_the_driver_are_found_until_indexed(spark, tmp_path, monkeypatch):
+    """Committed levels' fingerprints handed over by the driver (SeenIndex.hold) stay there until
+    PENDING_MAX of them are made a fragment in this JVM (no job reads them back). A level looked up
+    on the driver (unseen_table: the runs in this JVM or a job, then the held pairs) or in Spark
+    (unseen, which makes the held pairs a fragment first) keeps exactly its unseen states."""
+    monkeypatch.setattr(seen, "MIN_PARTITIONS", 3)
+    monkeypatch.setattr(seen, "PENDING_MAX", 300)
+    rng = random.Random(5)
+    universe = _pairs(rng, 1500)
+    rng.shuffle(universe)
+    index = seen.SeenIndex(spark, 2, tmp_path)
+    if not index.takes_pairs:
+        pytest.skip("the engine's JVM classes are not loaded")
+    try:
+        assert index.add_pairs([_table(universe[:200]).select(["_fp", "_fp2"])])
+        held, at, flushed = set(universe[:200]), 200, []
+        for n, size in enumerate((1, 120, 90, 260, 5, 400, 33)):
+            level = universe[at:at + size]
+            at += size
+            index.hold(_table(level).select(["_fp", "_fp2"]))
+            flushed.append(index.pending.count == 0)
+            held |= set(level)
+            assert index.pending.count + sum(index.sizes) == len(held)
+            probe = rng.sample(universe, 150) + rng.sample(sorted(held), 5)
+            want = sorted(i for i, p in enumerate(probe) if p not in held)
+            jobs = _jobs(spark)
+            assert _found_on_the_driver(index, probe, monkeypatch, here=n % 2 == 0) == want
+            assert (_jobs(spark) == jobs) == (n % 2 == 0)  # in this JVM's runs: no job
+        # 1, 121, 211, 471 held: made a fragment; 5, 405: again; 33 held.
+        assert flushed == [False, False, False, True, False, True, False] and index.pending.count == 33
+        assert _found_new(index, spark, probe) == want and index.pending.count == 0
+        assert sum(index.sizes) == len(held)
+    finally:
+        index.release()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_run_is_made_of_sorted_rows_only(spark):
@@ -102,7 +162,6 @@ def test_runs_made_from_the_drivers_copy_are_sparks(spark, tmp_path, monkeypatch
         probe = rng.sample(pairs, 40) + _pairs(random.Random(12), 60)
         want = sorted(i for i, p in enumerate(probe) if p not in set(pairs))
         assert want and _found_new(made, spark, probe) == want
-        assert not made.add_pairs(halves, tmp_path)  # once, as the first fragment only
         assert list(tmp_path.iterdir()) == []  # (its file removed)
     finally:
         made.release()

@@ -9,11 +9,16 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.storage.BlockResult;
+import org.apache.spark.storage.RDDBlockId;
 import org.apache.spark.storage.StorageLevel;
 import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 
 import java.io.IOException;
 import java.io.Serializable;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -90,8 +95,25 @@ public final class SortedSeen {
         return keep(runs);
     }
 
-    /** Runs handed from the driver to the tasks of {@link #fromFile}'s job, by a key of that call. */
-    private static final ConcurrentHashMap<String, Run[]> HANDED = new ConcurrentHashMap<>();
+    /** Pairs handed from the driver to the tasks of {@link #fromFile}'s or {@link #unseenPairs}'s job,
+     * by a key of that call. */
+    private static final ConcurrentHashMap<String, Pairs[]> HANDED = new ConcurrentHashMap<>();
+
+    /** One partition's pairs as the driver scattered them (then sorted by a task), with their
+     * positions in the file where asked: a level's states probed against the index. */
+    static final class Pairs {
+        final long[] fp;
+        final long[] fp2;
+        final int[] pos;
+        int n;
+
+        Pairs(int n, boolean positions) {
+            this.fp = new long[n];
+            this.fp2 = new long[n];
+            this.pos = positions ? new int[n] : null;
+            this.n = n;
+        }
+    }
 
     /** Spark's partition of a row by {@code (fp, fp2)}: {@code HashPartitioning}'s Murmur3 hash of the
      * two {@code bigint} columns (seed 42, the second hashed with the first's hash as its seed), pmod
@@ -102,15 +124,9 @@ public final class SortedSeen {
         return r < 0 ? r + partitions : r;
     }
 
-    /**
-     * A fragment of the fingerprints in the file at {@code path} (little-endian pairs of longs, the
-     * driver's copy of the stored states' fingerprints), as {@link #pack} makes it from rows Spark
-     * hash-partitioned into {@code partitions} and sorted: the index first made without reading the
-     * stored levels back and shuffling them. This JVM reads and scatters the pairs; each task sorts
-     * its partition's run. In local mode only: the runs reach the tasks through this JVM's memory.
-     * The fragment is computed (and kept) before this returns.
-     */
-    public static JavaRDD<Run> fromFile(JavaSparkContext sc, String path, int partitions) throws IOException {
+    /** The pairs in the file at {@code path} (little-endian pairs of longs) in Spark's hash
+     * partitions, in the file's order within each; with their positions in the file where asked. */
+    static Pairs[] scatter(String path, int partitions, boolean positions) throws IOException {
         long[] pairs = SeenSet.readPairs(path);
         int n = pairs.length / 2;
         int[] part = new int[n];
@@ -119,27 +135,47 @@ public final class SortedSeen {
             part[i] = partitionOf(pairs[2 * i], pairs[2 * i + 1], partitions);
             count[part[i]]++;
         }
-        Run[] runs = new Run[partitions];
+        Pairs[] out = new Pairs[partitions];
         for (int p = 0; p < partitions; p++) {
-            runs[p] = new Run(new long[count[p]], new long[count[p]], count[p]);
+            out[p] = new Pairs(count[p], positions);
         }
         int[] at = new int[partitions];
         for (int i = 0; i < n; i++) {
-            Run r = runs[part[i]];
+            Pairs r = out[part[i]];
             int k = at[part[i]]++;
             r.fp[k] = pairs[2 * i];
             r.fp2[k] = pairs[2 * i + 1];
-        }
-        pairs = null;
-        String key = UUID.randomUUID().toString();
-        HANDED.put(key, runs);
-        try {
-            List<Integer> ids = new ArrayList<>(partitions);
-            for (int p = 0; p < partitions; p++) {
-                ids.add(p);
+            if (positions) {
+                r.pos[k] = i;
             }
-            // (parallelize puts element p alone in partition p when there are as many as partitions)
-            JavaRDD<Run> out = keep(sc.parallelize(ids, partitions).map(new Sorted(key)));
+        }
+        return out;
+    }
+
+    /** A job of one task a partition over {@code handed} (their key in HANDED), each task given its
+     * partition's pairs sorted. */
+    private static JavaRDD<Pairs> sortedTasks(JavaSparkContext sc, String key, int partitions) {
+        List<Integer> ids = new ArrayList<>(partitions);
+        for (int p = 0; p < partitions; p++) {
+            ids.add(p);
+        }
+        // (parallelize puts element p alone in partition p when there are as many as partitions)
+        return sc.parallelize(ids, partitions).map(new Sorted(key));
+    }
+
+    /**
+     * A fragment of the fingerprints in the file at {@code path} (little-endian pairs of longs held by
+     * the driver: its copy of the stored states' fingerprints, or a committed level's), as
+     * {@link #pack} makes it from rows Spark hash-partitioned into {@code partitions} and sorted,
+     * without the rows read back and shuffled. This JVM reads and scatters the pairs; each task sorts
+     * its partition's run. In local mode only: the runs reach the tasks through this JVM's memory.
+     * The fragment is computed (and kept) before this returns.
+     */
+    public static JavaRDD<Run> fromFile(JavaSparkContext sc, String path, int partitions) throws IOException {
+        String key = UUID.randomUUID().toString();
+        HANDED.put(key, scatter(path, partitions, false));
+        try {
+            JavaRDD<Run> out = keep(sortedTasks(sc, key, partitions).map((Function<Pairs, Run>) r -> new Run(r.fp, r.fp2, r.n)));
             sizes(out);
             return out;
         } finally {
@@ -147,8 +183,108 @@ public final class SortedSeen {
         }
     }
 
-    /** Partition p's run of the handed-over runs, sorted in place. */
-    static final class Sorted implements Function<Integer, Run> {
+    /**
+     * The positions in the file at {@code path} (little-endian pairs of longs: a level's states on
+     * the driver) of the pairs no fragment holds, as little-endian ints in no particular order: a
+     * level looked up in the index without a shuffle. This JVM reads and scatters the pairs into the
+     * fragments' partitions; each task sorts its partition's and seeks them in each fragment's run in
+     * turn. In local mode only, as {@link #fromFile}.
+     */
+    public static byte[] unseenPairs(JavaSparkContext sc, String path, List<JavaRDD<Run>> fragments, boolean here)
+            throws IOException {
+        int partitions = fragments.get(0).getNumPartitions();
+        if (here) {
+            byte[] out = unseenHere(scatter(path, partitions, true), fragments);
+            if (out != null) {
+                return out;
+            }
+        }
+        String key = UUID.randomUUID().toString();
+        HANDED.put(key, scatter(path, partitions, true));
+        try {
+            JavaRDD<Pairs> out = sortedTasks(sc, key, partitions);
+            for (JavaRDD<Run> frag : fragments) {
+                if (frag.getNumPartitions() != partitions) {
+                    throw new IllegalArgumentException("SortedSeen.unseenPairs: fragments of " + partitions + " and "
+                            + frag.getNumPartitions() + " partitions");
+                }
+                out = out.zipPartitions(frag, new ProbePairs());
+            }
+            return positions(out.map((Function<Pairs, int[]>) r -> Arrays.copyOf(r.pos, r.n)).collect());
+        } finally {
+            HANDED.remove(key);
+        }
+    }
+
+    /** {@link #unseenPairs} without a job: each partition's pairs sorted and cut down here, against the
+     * fragments' runs read from this JVM's block manager (local mode: the fragments' blocks are the
+     * driver's). Null where a run is not there. */
+    static byte[] unseenHere(Pairs[] parts, List<JavaRDD<Run>> fragments) {
+        List<int[]> got = new ArrayList<>(parts.length);
+        for (int p = 0; p < parts.length; p++) {
+            Pairs x = parts[p];
+            if (x.n == 0) {
+                continue;
+            }
+            sort(x.fp, x.fp2, x.pos, x.n);
+            for (JavaRDD<Run> frag : fragments) {
+                Run run = localRun(frag, p);
+                if (run == null) {
+                    return null;
+                }
+                cut(x, run);
+            }
+            got.add(Arrays.copyOf(x.pos, x.n));
+        }
+        return positions(got);
+    }
+
+    /** Partition p's run of fragment {@code frag} from this JVM's block manager, or null. */
+    static Run localRun(JavaRDD<Run> frag, int p) {
+        scala.Option<BlockResult> got = SparkEnv.get().blockManager().getLocalValues(new RDDBlockId(frag.id(), p));
+        if (got.isEmpty()) {
+            return null;
+        }
+        scala.collection.Iterator<Object> it = got.get().data();
+        Run run = it.hasNext() ? (Run) it.next() : null;
+        while (it.hasNext()) {  // (read to its end: the block's read lock is then released)
+            it.next();
+        }
+        return run;
+    }
+
+    /** The positions in {@code got}, as little-endian ints. */
+    private static byte[] positions(List<int[]> got) {
+        int n = 0;
+        for (int[] g : got) {
+            n += g.length;
+        }
+        ByteBuffer buf = ByteBuffer.allocate(4 * n).order(ByteOrder.LITTLE_ENDIAN);
+        for (int[] g : got) {
+            for (int i : g) {
+                buf.putInt(i);
+            }
+        }
+        return buf.array();
+    }
+
+    /** {@code x}'s pairs (sorted) cut down to those {@code run} does not hold. */
+    static void cut(Pairs x, Run run) {
+        int at = 0, k = 0;
+        for (int i = 0; i < x.n; i++) {
+            long a = x.fp[i], b = x.fp2[i];
+            at = run.seek(at, a, b);
+            if (at >= run.n || run.fp[at] != a || run.fp2[at] != b) {
+                x.fp[k] = a;
+                x.fp2[k] = b;
+                x.pos[k++] = x.pos[i];
+            }
+        }
+        x.n = k;
+    }
+
+    /** Partition p's pairs of the handed-over ones, sorted in place. */
+    static final class Sorted implements Function<Integer, Pairs> {
         private static final long serialVersionUID = 1L;
         private final String key;
 
@@ -156,60 +292,79 @@ public final class SortedSeen {
             this.key = key;
         }
 
-        @Override public Run call(Integer p) {
-            Run[] runs = HANDED.get(key);
-            if (runs == null) {
-                throw new IllegalStateException("SortedSeen.fromFile: the runs are in the driver's JVM, not this one"
+        @Override public Pairs call(Integer p) {
+            Pairs[] handed = HANDED.get(key);
+            if (handed == null) {
+                throw new IllegalStateException("SortedSeen: the pairs are in the driver's JVM, not this one"
                         + " (local mode only)");
             }
-            Run r = runs[p];
-            sort(r.fp, r.fp2, r.n);
+            Pairs r = handed[p];
+            sort(r.fp, r.fp2, r.pos, r.n);
             return r;
         }
     }
 
-    /** Sorts the pairs (a[i], b[i]) of the first n by (a, b), signed, as Spark sorts two bigints. */
-    static void sort(long[] a, long[] b, int n) {
+    /** Sorts the pairs (a[i], b[i]) of the first n by (a, b), signed, as Spark sorts two bigints; c
+     * (if not null) is moved with them. */
+    static void sort(long[] a, long[] b, int[] c, int n) {
         final int small = 32;
         for (int lo = 0; lo < n; lo += small) {  // insertion sort of each small range
             int hi = Math.min(lo + small, n);
             for (int i = lo + 1; i < hi; i++) {
                 long x = a[i], y = b[i];
+                int z = c == null ? 0 : c[i];
                 int j = i - 1;
                 while (j >= lo && Run.compare(a[j], b[j], x, y) > 0) {
                     a[j + 1] = a[j];
                     b[j + 1] = b[j];
+                    if (c != null) {
+                        c[j + 1] = c[j];
+                    }
                     j--;
                 }
                 a[j + 1] = x;
                 b[j + 1] = y;
+                if (c != null) {
+                    c[j + 1] = z;
+                }
             }
         }
         long[] sa = a, sb = b, da = new long[n], db = new long[n];
+        int[] sc = c, dc = c == null ? null : new int[n];
         for (int w = small; w < n; w <<= 1) {  // then merges of ranges twice as wide each pass
             for (int lo = 0; lo < n; lo += 2 * w) {
                 int mid = Math.min(lo + w, n), hi = Math.min(lo + 2 * w, n), i = lo, j = mid, k = lo;
                 while (i < mid && j < hi) {
-                    if (Run.compare(sa[i], sb[i], sa[j], sb[j]) <= 0) {
-                        da[k] = sa[i];
-                        db[k++] = sb[i++];
-                    } else {
-                        da[k] = sa[j];
-                        db[k++] = sb[j++];
+                    int from = Run.compare(sa[i], sb[i], sa[j], sb[j]) <= 0 ? i++ : j++;
+                    da[k] = sa[from];
+                    db[k] = sb[from];
+                    if (sc != null) {
+                        dc[k] = sc[from];
                     }
+                    k++;
                 }
                 System.arraycopy(sa, i, da, k, mid - i);
                 System.arraycopy(sb, i, db, k, mid - i);
+                if (sc != null) {
+                    System.arraycopy(sc, i, dc, k, mid - i);
+                }
                 k += mid - i;
                 System.arraycopy(sa, j, da, k, hi - j);
                 System.arraycopy(sb, j, db, k, hi - j);
+                if (sc != null) {
+                    System.arraycopy(sc, j, dc, k, hi - j);
+                }
             }
             long[] t = sa; sa = da; da = t;
             t = sb; sb = db; db = t;
+            int[] u = sc; sc = dc; dc = u;
         }
         if (sa != a) {
             System.arraycopy(sa, 0, a, 0, n);
             System.arraycopy(sb, 0, b, 0, n);
+            if (c != null) {
+                System.arraycopy(sc, 0, c, 0, n);
+            }
         }
     }
 
@@ -374,6 +529,17 @@ public final class SortedSeen {
                     return row;
                 }
             };
+        }
+    }
+
+    /** A partition's probed pairs (sorted) cut down to those the fragment's run there does not hold. */
+    static final class ProbePairs implements FlatMapFunction2<Iterator<Pairs>, Iterator<Run>, Pairs> {
+        private static final long serialVersionUID = 1L;
+
+        @Override public Iterator<Pairs> call(Iterator<Pairs> probed, Iterator<Run> runs) {
+            Pairs x = probed.next();
+            cut(x, runs.next());
+            return Collections.singletonList(x).iterator();
         }
     }
 }
