@@ -1110,12 +1110,12 @@ class _Search:
         # Kept as the next level's frontier (released with that level) unless the search stops here.
         self.kept = (depth, cand, _checkpoint_rdd_id(cand)) if n_new and not violation else None
         if PIPELINE and deadlocked is None and violation is None and n_new \
-                and (fps is not None or (self.seen_fps is None and not self.index.fragments)) \
-                and (not self.index.fragments or self.index.takes_pairs):
+                and (fps is not None or self.seen_fps is None):
             # Written and committed on the persisting thread while the next level is planned and its
             # job starts (the driver alone plans; the cores were idle for those 3 to 4 s a level).
             return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, None,
-                                      per_action, None, write=lambda: self.write_level(cand, depth), fps=fps)
+                                      per_action, None, write=lambda: self.write_level(cand, depth), fps=fps,
+                                      rows=cand)
         self._settle()  # (the levels before committed first)
         if n_new:
             self.write_level(cand, depth)
@@ -1123,7 +1123,7 @@ class _Search:
         if self.kept is None:
             cand.unpersist()
         return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, violation,
-                                  per_action, None, fps=fps)
+                                  per_action, None, fps=fps, rows=cand)
 
     def _finish_arrow_level(self, new: pa.Table, depth: int, n_gen: int, distinct_total: int,
                             generated_total: int, t0: float, deadlocked: dict | None,
@@ -1196,11 +1196,14 @@ class _Search:
         else:
             self.seen_filter.add(fps)
 
-    def _index_level(self, depth: int, fps: pa.Table | None) -> None:
+    def _index_level(self, depth: int, fps: pa.Table | None, rows: DataFrame | None) -> None:
         """Index a committed level's fingerprints: from ``fps`` (its stored states' fingerprints) where
-        the driver has them and the index takes them, else read back from the level's files."""
+        the driver has them and the index takes them, else from ``rows`` (the level's candidates, kept
+        in Spark) where Spark finished it, else read back from the level's files."""
         if fps is not None and self.index.takes_pairs:
             self.index.hold(fps.select(arrow_level.KEYS))
+        elif rows is not None:
+            self.index.add(rows.where("_in_model").select(*arrow_level.KEYS))
         else:
             self.index.add(self.read_level(depth))
 
@@ -1230,11 +1233,12 @@ class _Search:
                       generated_total: int, t0: float, violation: tuple[dict, str] | None,
                       per_action: dict[str, int], stored: pa.Table | None,
                       validate: pa.Table | None = None, write: Callable[[], None] | None = None,
-                      fps: pa.Table | None = None) -> dict | None:
+                      fps: pa.Table | None = None, rows: DataFrame | None = None) -> dict | None:
         """Commit the written level with its figures and let the seen states know of it (``fps``: the
-        stored states' fingerprints, when the driver has them). With ``validate`` (the level's new
-        states, their invariant columns all true) or ``write`` (a level Spark finished and the suite
-        passed), the level is validated, written and committed on the persisting thread (PIPELINE)."""
+        stored states' fingerprints, when the driver has them; ``rows``: the candidates, where Spark
+        finished the level). With ``validate`` (the level's new states, their invariant columns all
+        true) or ``write`` (a level Spark finished and the suite passed), the level is validated,
+        written and committed on the persisting thread (PIPELINE)."""
         fig = LevelFigures(depth, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
                            round(time.time() - t0, 3), finding=violation[1] if violation else None,
                            actions=per_action)
@@ -1262,7 +1266,7 @@ class _Search:
         self.held = (depth, stored) if stored is not None and n_new and not violation else None
         if n_new and not violation:
             if self.index.fragments:
-                self._index_level(depth, fps if fps is not None else stored)
+                self._index_level(depth, fps if fps is not None else stored, rows)
             if self.seen_fps is not None and not seen_now:
                 self._add_seen(fig, self._level_table(depth, arrow_level.KEYS))
         self.timer.mark("commit")

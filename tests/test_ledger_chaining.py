@@ -125,6 +125,12 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     parts = seen_index_everywhere(monkeypatch, rows_per_partition=20, run_max=4)
     assert run("index") == plain
     assert len(parts) >= 3 and parts == sorted(parts)  # the counts above held across every re-partition
+    # Every level in Spark, its keys kept there: each level indexed from its candidates in Spark.
+    monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: False)
+    narrow = checker.NARROW_ON_DRIVER
+    monkeypatch.setattr(checker, "NARROW_ON_DRIVER", 0)
+    assert run("index_spark") == plain
+    monkeypatch.setattr(checker, "NARROW_ON_DRIVER", narrow)
     monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: True)
     assert run("index_driver") == plain
     # The driver lets its copy of the seen fingerprints go past 20 states and the index is first
