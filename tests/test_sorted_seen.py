@@ -22,6 +22,14 @@ def _pairs(rng, n):
     return sorted(out)
 
 
+def _shuffled(seed, n):
+    """A random source and ``n`` distinct pairs from it, in random order."""
+    rng = random.Random(seed)
+    universe = _pairs(rng, n)
+    rng.shuffle(universe)
+    return rng, universe
+
+
 def _frame(spark, pairs):
     return spark.createDataFrame([(a, b, i) for i, (a, b) in enumerate(pairs)], SCHEMA)
 
@@ -60,9 +68,7 @@ def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, tmp_path, s
     monkeypatch.setattr(seen, "MIN_PARTITIONS", 2)
     monkeypatch.setattr(seen, "RUN_MAX", 60)
     monkeypatch.setattr(seen, "MAX_FRAGMENTS", 3)
-    rng = random.Random(7)
-    universe = _pairs(rng, 1200)
-    rng.shuffle(universe)
+    rng, universe = _shuffled(7, 1200)
     index = seen.SeenIndex(spark, 2, tmp_path)
     assert index.sorted == sorted_runs
     held, at = set(), 0
@@ -95,9 +101,7 @@ def test_levels_held_on_the_driver_are_found_until_indexed(spark, tmp_path, monk
     (unseen, which makes the held pairs a fragment first) keeps exactly its unseen states."""
     monkeypatch.setattr(seen, "MIN_PARTITIONS", 3)
     monkeypatch.setattr(seen, "PENDING_MAX", 300)
-    rng = random.Random(5)
-    universe = _pairs(rng, 1500)
-    rng.shuffle(universe)
+    rng, universe = _shuffled(5, 1500)
     index = seen.SeenIndex(spark, 2, tmp_path)
     if not index.takes_pairs:
         pytest.skip("the engine's JVM classes are not loaded")

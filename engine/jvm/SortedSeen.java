@@ -152,8 +152,8 @@ public final class SortedSeen {
         return out;
     }
 
-    /** A job of one task a partition over {@code handed} (their key in HANDED), each task given its
-     * partition's pairs sorted. */
+    /** A job of one task a partition, each task given its partition's pairs of those handed over under
+     * {@code key}, sorted. */
     private static JavaRDD<Pairs> sortedTasks(JavaSparkContext sc, String key, int partitions) {
         List<Integer> ids = new ArrayList<>(partitions);
         for (int p = 0; p < partitions; p++) {
@@ -175,7 +175,8 @@ public final class SortedSeen {
         String key = UUID.randomUUID().toString();
         HANDED.put(key, scatter(path, partitions, false));
         try {
-            JavaRDD<Run> out = keep(sortedTasks(sc, key, partitions).map((Function<Pairs, Run>) r -> new Run(r.fp, r.fp2, r.n)));
+            JavaRDD<Run> out = keep(sortedTasks(sc, key, partitions)
+                    .map((Function<Pairs, Run>) r -> new Run(r.fp, r.fp2, r.n)));
             sizes(out);
             return out;
         } finally {
