@@ -194,6 +194,12 @@ public final class SortedSeen {
     public static byte[] unseenPairs(JavaSparkContext sc, String path, List<JavaRDD<Run>> fragments, boolean here)
             throws IOException {
         int partitions = fragments.get(0).getNumPartitions();
+        for (JavaRDD<Run> frag : fragments) {
+            if (frag.getNumPartitions() != partitions) {
+                throw new IllegalArgumentException("SortedSeen.unseenPairs: fragments of " + partitions + " and "
+                        + frag.getNumPartitions() + " partitions");
+            }
+        }
         if (here) {
             byte[] out = unseenHere(scatter(path, partitions, true), fragments);
             if (out != null) {
@@ -205,10 +211,6 @@ public final class SortedSeen {
         try {
             JavaRDD<Pairs> out = sortedTasks(sc, key, partitions);
             for (JavaRDD<Run> frag : fragments) {
-                if (frag.getNumPartitions() != partitions) {
-                    throw new IllegalArgumentException("SortedSeen.unseenPairs: fragments of " + partitions + " and "
-                            + frag.getNumPartitions() + " partitions");
-                }
                 out = out.zipPartitions(frag, new ProbePairs());
             }
             return positions(out.map((Function<Pairs, int[]>) r -> Arrays.copyOf(r.pos, r.n)).collect());
