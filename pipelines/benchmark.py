@@ -10,9 +10,9 @@ temporary warehouse, in one Spark session (its start-up is paid once and reporte
 For each case it prints: the result and TLC's figures (distinct, generated, depth), wall time
 (start-up included), Spark start-up (and whether the JVM mapped its class archive, engine.class_archive;
 how many generated sources' classes were defined from disk and how many compiled, engine.session's
-code cache), states generated and distinct states per second, the median and
-worst fixed cost per level (the time of levels that generated fewer than ``--small`` states: the
-engine's overhead, not work on states), CPU seconds of the whole process tree (driver, JVM, Python
+code cache; how many SQL texts the parse cache read back and how many Spark parsed), states
+generated and distinct states per second, the median and worst fixed cost per level (the time of
+levels that generated fewer than ``--small`` states: the engine's overhead, not work on states), CPU seconds of the whole process tree (driver, JVM, Python
 workers: a figure that stays meaningful when the machine is shared, unlike wall time), peak
 resident memory of the JVM driver and of the Python driver, and the bytes the run wrote. The load
 average at the start and end is printed too: other processes on the machine inflate wall times.
@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 from engine.checker import check  # noqa: E402
 from engine.model import load_model, parse_case, resolve_run  # noqa: E402
 from engine import class_archive  # noqa: E402
-from engine.session import code_cache_counts  # noqa: E402
+from engine.session import code_cache_counts, parse_cache_counts  # noqa: E402
 from engine.session import get_spark  # noqa: E402
 
 _TCK = os.sysconf("SC_CLK_TCK")
@@ -267,7 +267,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         sampler = MemorySampler(spark, jvm_pid, sample_every)
         c0, t0 = cpu_seconds(), time.time()
         sampler.t0 = t0
-        code0 = code_cache_counts(spark)
+        code0, parse0 = code_cache_counts(spark), parse_cache_counts(spark)
         sampler.start()
         try:
             out = check(spec, wh, spark=spark, fresh=True)
@@ -275,7 +275,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
             samples = sampler.stop()
         search = time.time() - t0
         cpu = cpu_seconds() - c0
-        code1 = code_cache_counts(spark)
+        code1, parse1 = code_cache_counts(spark), parse_cache_counts(spark)
         by_kind = sampler.cpu_by_kind()
         other = sampler.other_by_name()
         from deltalake import DeltaTable
@@ -290,7 +290,9 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "depth": out.depth, "levels": len(levels),
         "wall_s": startup + search, "startup_s": startup, "class_archive": class_archive.status(),
         "code_cache": (f"{code1['hits'] - code0['hits']} sources from disk, "
-                       f"{code1['compiled'] - code0['compiled']} compiled" if code0 and code1 else "off"),
+                       f"{code1['compiled'] - code0['compiled']} compiled" if code0 and code1 else "off")
+                      + (f"; parse cache: {parse1['hits'] - parse0['hits']} texts read back, "
+                         f"{parse1['parsed'] - parse0['parsed']} parsed" if parse0 and parse1 else ""),
         "cpus": len(os.sched_getaffinity(0)),
         "jvm_cpus": int(spark._jvm.java.lang.Runtime.getRuntime().availableProcessors()),
         "search_s": search, "cpu_s": cpu,

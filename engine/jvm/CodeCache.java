@@ -114,11 +114,11 @@ public final class CodeCache extends CacheLoader<Object, Object> {
     }
 
     /** Oldest files first (a hit touches its file) until the folder is under three quarters of
-     * {@code maxBytes}, when it is over. */
+     * {@code maxBytes}, when it is over: the classes, and the parse cache's plans (ParseCache). */
     private static void trim(Path path, long maxBytes) throws IOException {
         List<Path> files = new ArrayList<>();
         long total = 0;
-        try (DirectoryStream<Path> dir = Files.newDirectoryStream(path, "*.classes")) {
+        try (DirectoryStream<Path> dir = Files.newDirectoryStream(path, "*.{classes,plan}")) {
             for (Path p : dir) {
                 files.add(p);
                 total += Files.size(p);
