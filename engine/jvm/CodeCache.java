@@ -165,11 +165,7 @@ public final class CodeCache extends CacheLoader<Object, Object> {
             try {
                 Object found = define(Files.readAllBytes(file), parent);
                 HITS.incrementAndGet();
-                try {
-                    Files.setLastModifiedTime(file, FileTime.fromMillis(System.currentTimeMillis()));
-                } catch (IOException e) {
-                    // kept a little longer or not: only trimming reads it
-                }
+                touch(file);
                 return found;
             } catch (Exception | LinkageError e) {
                 UNREADABLE.incrementAndGet();
@@ -223,20 +219,36 @@ public final class CodeCache extends CacheLoader<Object, Object> {
                 out.write(e.getValue());
             }
             out.flush();
-            Path partial = Files.createTempFile(file.getParent(), ".partial-", ".tmp");
-            try {
-                Files.write(partial, buffer.toByteArray());
-                Files.move(partial, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-                WRITTEN.incrementAndGet();
-            } finally {
-                Files.deleteIfExists(partial);
-            }
+            writeWhole(file, buffer.toByteArray());
+            WRITTEN.incrementAndGet();
         } catch (Exception | LinkageError e) {
             // Not kept: the next run compiles it again.
         }
     }
 
-    private static String sha256(String body) throws Exception {
+    /** A file read back marked as used now: trimming drops the least recently used first. */
+    static void touch(Path file) {
+        try {
+            Files.setLastModifiedTime(file, FileTime.fromMillis(System.currentTimeMillis()));
+        } catch (IOException e) {
+            // kept a little longer or not: only trimming reads it
+        }
+    }
+
+    /** {@code bytes} as {@code file}, whole or not at all: a temporary file renamed (another process
+     * may write the same file, or read it meanwhile). Also the parse cache's (ParseCache). */
+    static void writeWhole(Path file, byte[] bytes) throws IOException {
+        Path partial = Files.createTempFile(file.getParent(), ".partial-", ".tmp");
+        try {
+            Files.write(partial, bytes);
+            Files.move(partial, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } finally {
+            Files.deleteIfExists(partial);
+        }
+    }
+
+    /** The SHA-256 of {@code body}'s UTF-8 bytes, in hexadecimal: a cache file's name. */
+    static String sha256(String body) throws Exception {
         byte[] d = MessageDigest.getInstance("SHA-256").digest(body.getBytes(StandardCharsets.UTF_8));
         StringBuilder s = new StringBuilder(64);
         for (byte b : d) {

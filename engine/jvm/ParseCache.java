@@ -32,13 +32,9 @@ import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.io.OutputStream;
 import java.io.Serializable;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.FileTime;
-import java.security.MessageDigest;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.TreeMap;
@@ -205,7 +201,7 @@ public final class ParseCache extends AbstractFunction1<SparkSessionExtensions, 
             Path dir = override != null ? override : folder;
             Path file;
             try {
-                file = dir.resolve(sha256(kind + "\0" + settings() + "\0" + text) + ".plan");
+                file = dir.resolve(CodeCache.sha256(kind + "\0" + settings() + "\0" + text) + ".plan");
             } catch (Exception | LinkageError e) {
                 return parse.run();
             }
@@ -213,11 +209,7 @@ public final class ParseCache extends AbstractFunction1<SparkSessionExtensions, 
                 try {
                     T found = (T) read(Files.readAllBytes(file));
                     HITS.incrementAndGet();
-                    try {
-                        Files.setLastModifiedTime(file, FileTime.fromMillis(System.currentTimeMillis()));
-                    } catch (IOException e) {
-                        // kept a little longer or not: only trimming reads it
-                    }
+                    CodeCache.touch(file);
                     return found;
                 } catch (Exception | LinkageError e) {
                     UNREADABLE.incrementAndGet();
@@ -275,14 +267,8 @@ public final class ParseCache extends AbstractFunction1<SparkSessionExtensions, 
         }
         try {
             Files.createDirectories(file.getParent());
-            Path partial = Files.createTempFile(file.getParent(), ".partial-", ".tmp");
-            try {
-                Files.write(partial, bytes);
-                Files.move(partial, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-                WRITTEN.incrementAndGet();
-            } finally {
-                Files.deleteIfExists(partial);
-            }
+            CodeCache.writeWhole(file, bytes);
+            WRITTEN.incrementAndGet();
         } catch (IOException e) {
             // Not kept: the next run parses it again.
         }
@@ -295,15 +281,6 @@ public final class ParseCache extends AbstractFunction1<SparkSessionExtensions, 
             }
             return in.readObject();
         }
-    }
-
-    private static String sha256(String text) throws Exception {
-        byte[] d = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
-        StringBuilder s = new StringBuilder(64);
-        for (byte b : d) {
-            s.append(Character.forDigit((b >> 4) & 0xF, 16)).append(Character.forDigit(b & 0xF, 16));
-        }
-        return s.toString();
     }
 
     /** A relation's options (not serializable in Spark) as written. */
