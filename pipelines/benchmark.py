@@ -12,10 +12,11 @@ For each case it prints: the result and TLC's figures (distinct, generated, dept
 how many generated sources' classes were defined from disk and how many compiled, engine.session's
 code cache; how many SQL texts the parse cache read back and how many Spark parsed), states
 generated and distinct states per second, the median and worst fixed cost per level (the time of
-levels that generated fewer than ``--small`` states: the engine's overhead, not work on states), CPU seconds of the whole process tree (driver, JVM, Python
-workers: a figure that stays meaningful when the machine is shared, unlike wall time), peak
-resident memory of the JVM driver and of the Python driver, and the bytes the run wrote. The load
-average at the start and end is printed too: other processes on the machine inflate wall times.
+levels that generated fewer than ``--small`` states: the engine's overhead, not work on states),
+CPU seconds of the whole process tree (driver, JVM, Python workers: a figure that stays
+meaningful when the machine is shared, unlike wall time), peak resident memory of the JVM driver
+and of the Python driver, and the bytes the run wrote. The load average at the start and end is
+printed too: other processes on the machine inflate wall times.
 
 While a case runs, a thread samples memory every ``--sample`` seconds: the JVM's resident set and
 heap in use, and the Python driver's resident set. The run is cut into tenths by time, and each

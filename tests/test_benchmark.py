@@ -376,3 +376,29 @@ def test_versus_tlc_refuses_what_it_cannot_run(tmp_path, capsys):
     assert refused("ledger_chaining", "--tlc", str(jar), "--spec-dir", str(specs), "--cfg",
                    str(tmp_path / "x.cfg")).endswith(f"--cfg {tmp_path / 'x.cfg'}: not a file")
     assert "no_such_model" in refused("no_such_model", "--tlc", str(jar), "--spec-dir", str(specs))
+
+
+def test_startup_steps_times_each_step_before_the_search(spark, capsys):
+    """pipelines/startup_steps.py times the session, the constants, the model's compilation and the
+    union's query (here in the suite's session, warm), and prints the parse cache's figures, this
+    JVM's so far: run again, every text is read back and none parsed. An unknown model is refused
+    before Spark is asked for anything."""
+    import re
+    from engine.session import parse_cache_counts
+    steps = load_pipeline("startup_steps")
+    models = str(ROOT / "tests" / "models")
+    lines = []
+    for _ in range(2):
+        assert steps.main(["counter", "--models", models]) == 0
+        out = capsys.readouterr().out
+        names = re.findall(r"^(get_spark|declare_constants|compile_model|the union's spark.sql) +[\d.]+ s$", out, re.M)
+        assert names == ["get_spark", "declare_constants", "compile_model", "the union's spark.sql"]
+        lines.append(re.search(r"^parse cache +(.*)$", out, re.M).group(1))
+    if parse_cache_counts(spark) is None:  # no engine jar, or SSE_PARSE_CACHE=off
+        assert lines == ["off", "off"]
+    else:
+        form = r"hits (\d+), parsed (\d+), written \d+, unreadable 0, unserializable 0"
+        (h1, p1), (h2, p2) = (map(int, re.fullmatch(form, line).groups()) for line in lines)
+        assert h2 > h1 and p2 == p1
+    assert steps.main(["no_such_model", "--models", models]) == 2
+    assert "startup_steps: " in capsys.readouterr().err
