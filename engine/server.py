@@ -115,6 +115,16 @@ def _connect(path: Path) -> tuple[socket.socket, Any, dict] | None:
     return sock, stream, hello
 
 
+def greeting(path: Path) -> dict | None:
+    """What the server at ``path`` says of itself as a client connects (its pid, Spark master,
+    engine code, commands served so far, ...), or None when no engine server answers there."""
+    conn = _connect(path)
+    if conn is None:
+        return None
+    conn[0].close()
+    return conn[2]
+
+
 def _mismatch(hello: dict, master: str) -> str | None:
     if hello.get("code") != code_digest():
         return "it runs other engine code (restart it: python -m engine serve --stop, then serve)"

@@ -2,7 +2,7 @@
 
     python pipelines/versus_tlc.py CASE --tlc tla2tools.jar --spec-dir DIR [--cfg FILE] [--pairs 3]
                                    [--first tlc|engine] [--workers 2] [--java java] [--warehouse DIR]
-                                   [--no-record]
+                                   [--server [--warm-ups 3]] [--no-record]
 
 Issue 7 asks for ledger chaining "within 1.5x TLC's time, Spark start-up included", and for the
 largest oracle configuration TLC completes in minutes to run faster than TLC. On this kind of
@@ -20,6 +20,14 @@ Both run as a user runs them, in fresh processes, timed from start to exit:
   is given when the engine's configuration does not check deadlocks.
 - the engine: ``python -m engine check MODEL --config CONFIG --warehouse TMP --json --quiet
   --no-server``: Python's start, Spark's, the model's analysis, the search and every table written.
+
+``--server`` times the engine as a user with an engine server runs it (``python -m engine serve``,
+README: The engine server): a server of this comparison's own is started (at a socket in a temporary
+folder) and checks the case ``--warm-ups`` times, untimed, before the pairs; each engine run is then
+``python -m engine check ...`` without ``--no-server``, handed to it. Its CPU seconds are the
+command's and the server's process tree's over the command. TLC has no such mode: its runs stay
+cold. This is the engine's search without Spark's start-up and with the JVM's code compiled: issue
+7's target is for the cold run, and this says how much of the cold run is start-up and warm-up.
 
 CASE is the benchmark's: ``MODEL[:CONFIG]``. The configuration's TLC file is
 ``../shared/oracle/cfg/<CONFIG>.cfg`` beside the checkout unless ``--cfg`` names one; a case with
@@ -49,7 +57,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pipelines"))
 
-from benchmark import _stat_fields, descendants, record, stat_cpu_seconds  # noqa: E402
+from benchmark import _stat_fields, cpu_seconds, descendants, record, stat_cpu_seconds  # noqa: E402
+from engine import server as engine_server  # noqa: E402
 from engine.errors import EXIT_DEADLOCK, EXIT_OK, EXIT_VIOLATION, EngineError  # noqa: E402
 from engine.model import load_model, parse_case, resolve_run  # noqa: E402
 
@@ -74,13 +83,13 @@ class Figures:
     depth: int | None
 
 
-def timed(argv: list[str], cwd: Path) -> Timed:
+def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> Timed:
     """Run ``argv`` in ``cwd``: its wall time from start to exit, and the CPU seconds of its process
     tree. The kernel's figure for the process (``os.wait4``) counts the children it reaped; a child
     it leaves behind (PySpark does not wait for the JVM it started, which exits once Python has) is
     sampled every 0.2 s while it lives and counted at its last sample."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out: dict[str, str] = {}
     last: dict[int, float] = {}
     parents: dict[int, int] = {}
@@ -187,12 +196,106 @@ def run_tlc(java: str, jar: Path, spec_dir: Path, module: str, cfg: Path, worker
         return timed(argv, spec_dir)
 
 
-def run_engine(model: str, config: str, sets: list[str], models: Path | None) -> Timed:
+class EngineServer:
+    """An engine server of the comparison's own (``--server``): ``python -m engine serve`` at a socket
+    in ``folder``, its output kept (the last lines are shown if it fails), stopped with ``stop``."""
+
+    START_SECONDS = 300
+
+    def __init__(self, folder: Path, models: Path | None = None):
+        self.sock = folder / "server.sock"
+        self.env = {**os.environ, engine_server.ENV: str(self.sock)}
+        self.proc = subprocess.Popen([sys.executable, "-m", "engine", *(["--models", str(models)] if models else []),
+                                      "serve"], cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        listening = threading.Event()
+
+        def drain():
+            for line in self.proc.stderr:
+                self.lines.append(line.rstrip("\n"))
+                if line.startswith("engine server: listening at"):
+                    listening.set()
+            listening.set()  # it exited
+        threading.Thread(target=drain, daemon=True).start()
+        if not listening.wait(self.START_SECONDS) or self.proc.poll() is not None:
+            self.stop()
+            raise SystemExit(f"the engine server did not start (exit {self.proc.returncode}); its last lines:\n"
+                             + "\n".join(self.lines[-10:]))
+
+    def served(self) -> int | None:
+        """How many commands it has run, or None when it does not answer."""
+        hello = engine_server.greeting(self.sock)
+        return None if hello is None else int(hello["served"])
+
+    def cpu_s(self) -> float:
+        """The CPU seconds of its process tree so far (its JVM's included)."""
+        return cpu_seconds(self.proc.pid)
+
+    def stop(self) -> None:
+        """Stop it (SIGTERM: after the command it runs, if any) and wait for it to exit."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def run_engine(model: str, config: str, sets: list[str], models: Path | None,
+               server: EngineServer | None = None) -> Timed:
+    """The engine's check of the case in a temporary warehouse, in a process of its own, or handed to
+    ``server`` (its CPU seconds then the command's and the server's over the command). A command the
+    server did not run (the client says why on stderr) is an error: its figure would be a cold run's."""
     with tempfile.TemporaryDirectory(prefix="sse-vs-") as wh:
         argv = [sys.executable, "-m", "engine", *(["--models", str(models)] if models else []), "check", model,
                 "--config", config, *[x for s in sets for x in ("--set", s)], "--warehouse", wh, "--json",
-                "--quiet", "--no-server"]
-        return timed(argv, ROOT)
+                "--quiet", *([] if server else ["--no-server"])]
+        if server is None:
+            return timed(argv, ROOT)
+        served, cpu = server.served(), server.cpu_s()
+        got = timed(argv, ROOT, server.env)
+        after = server.served()
+        if served is None or after != served + 1:
+            raise SystemExit(f"the check did not run on the engine server at {server.sock}:\n{got.stderr[-3000:]}")
+        got.cpu_s += server.cpu_s() - cpu
+        return got
+
+
+def _pairs(args, model_name, spec, sets, module, cfg, jar, spec_dir, server, mode):
+    """The alternating pairs: their rows, the disagreements, and TLC's depths that overshot."""
+    rows, failed, overshoots = [], [], []
+    for i, order in enumerate(pair_orders(args.pairs, args.first)):
+        got: dict[str, Timed] = {}
+        for who in order:
+            got[who] = (run_tlc(args.java, jar, spec_dir, module, cfg, args.workers, spec.deadlock) if who == "tlc"
+                        else run_engine(model_name, spec.config, sets, args.models, server))
+        t, e = got["tlc"], got["engine"]
+        if e.returncode not in (EXIT_OK, EXIT_DEADLOCK, EXIT_VIOLATION):
+            raise SystemExit(f"the engine failed (exit {e.returncode}):\n{e.stderr[-3000:]}")
+        try:
+            tf = tlc_figures(t.stdout + t.stderr)
+        except ValueError as exc:
+            raise SystemExit(f"TLC (exit {t.returncode}): {exc}") from None
+        ef = engine_figures(e.stdout)
+        why = disagreement(tf, ef, args.workers)
+        overshoot = tf.result == "ok" and deeper_by_workers(tf, ef, args.workers)
+        if overshoot:
+            overshoots.append(tf.depth)
+        ratio = e.wall_s / t.wall_s
+        print(f"pair {i + 1}  ({' then '.join(order)})  TLC {t.wall_s:6.1f} s ({t.cpu_s:6.1f} CPU-s)   engine"
+              f"{'' if mode == 'cold' else ' (server)'} {e.wall_s:6.1f} s ({e.cpu_s:6.1f} CPU-s)   engine/TLC {ratio:.2f}x"
+              + (f"   DISAGREE: {why}" if why else "")
+              + (f"   (TLC's depth {tf.depth}: with {args.workers} workers it can overshoot)" if overshoot else ""),
+              flush=True)
+        if why:
+            failed.append(why)
+        rows.append({"case": args.case, "pair": i + 1, "first": order[0], "tlc_s": round(t.wall_s, 3),
+                     "tlc_cpu_s": round(t.cpu_s, 3), "engine_s": round(e.wall_s, 3), "engine_cpu_s": round(e.cpu_s, 3),
+                     "ratio": round(ratio, 4), "result": ef.result, "distinct": ef.distinct,
+                     "generated": ef.generated, "depth": ef.depth, "tlc_workers": args.workers, "engine_mode": mode})
+    return rows, failed, overshoots
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,9 +316,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warehouse", type=Path, default=ROOT / "warehouse",
                    help="where the _versus_tlc Delta table is appended to")
     p.add_argument("--no-record", action="store_true", help="print only; do not append to _versus_tlc")
+    p.add_argument("--server", action="store_true",
+                   help="hand the engine's runs to an engine server of this comparison's own, warmed up first")
+    p.add_argument("--warm-ups", type=int, default=3,
+                   help="with --server: untimed checks of the case on the server before the pairs (default 3)")
     args = p.parse_args(argv)
     if args.pairs < 1:
         p.error(f"--pairs {args.pairs}: at least 1")
+    if args.warm_ups < 0:
+        p.error(f"--warm-ups {args.warm_ups}: at least 0")
     if args.tlc is None or not Path(args.tlc).is_file():
         p.error(f"--tlc {args.tlc}: not a file (TLC's tla2tools.jar, or $SSE_TLC_JAR)")
     if args.spec_dir is None or not Path(args.spec_dir).is_dir():
@@ -237,38 +346,23 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--cfg {cfg}: not a file")
     jar, spec_dir = Path(args.tlc).resolve(), Path(args.spec_dir).resolve()
 
+    mode = "server" if args.server else "cold"
     print(f"case     {args.case} ({model_name}:{spec.config}; TLC: {module} with {cfg}, "
           f"{args.workers} workers{'' if spec.deadlock else ', -deadlock'})", flush=True)
-    rows, failed, overshoots = [], [], []
-    for i, order in enumerate(pair_orders(args.pairs, args.first)):
-        got: dict[str, Timed] = {}
-        for who in order:
-            got[who] = (run_tlc(args.java, jar, spec_dir, module, cfg, args.workers, spec.deadlock) if who == "tlc"
-                        else run_engine(model_name, spec.config, sets, args.models))
-        t, e = got["tlc"], got["engine"]
-        if e.returncode not in (EXIT_OK, EXIT_DEADLOCK, EXIT_VIOLATION):
-            raise SystemExit(f"the engine failed (exit {e.returncode}):\n{e.stderr[-3000:]}")
+    with tempfile.TemporaryDirectory(prefix="sse-vs-server-") as folder:
+        server = EngineServer(Path(folder), args.models) if args.server else None
         try:
-            tf = tlc_figures(t.stdout + t.stderr)
-        except ValueError as exc:
-            raise SystemExit(f"TLC (exit {t.returncode}): {exc}") from None
-        ef = engine_figures(e.stdout)
-        why = disagreement(tf, ef, args.workers)
-        overshoot = tf.result == "ok" and deeper_by_workers(tf, ef, args.workers)
-        if overshoot:
-            overshoots.append(tf.depth)
-        ratio = e.wall_s / t.wall_s
-        print(f"pair {i + 1}  ({' then '.join(order)})  TLC {t.wall_s:6.1f} s ({t.cpu_s:6.1f} CPU-s)   engine "
-              f"{e.wall_s:6.1f} s ({e.cpu_s:6.1f} CPU-s)   engine/TLC {ratio:.2f}x"
-              + (f"   DISAGREE: {why}" if why else "")
-              + (f"   (TLC's depth {tf.depth}: with {args.workers} workers it can overshoot)" if overshoot else ""),
-              flush=True)
-        if why:
-            failed.append(why)
-        rows.append({"case": args.case, "pair": i + 1, "first": order[0], "tlc_s": round(t.wall_s, 3),
-                     "tlc_cpu_s": round(t.cpu_s, 3), "engine_s": round(e.wall_s, 3), "engine_cpu_s": round(e.cpu_s, 3),
-                     "ratio": round(ratio, 4), "result": ef.result, "distinct": ef.distinct,
-                     "generated": ef.generated, "depth": ef.depth, "tlc_workers": args.workers})
+            if server is not None:
+                print(f"server   pid {server.proc.pid} at {server.sock}", flush=True)
+                for k in range(args.warm_ups):
+                    w = run_engine(model_name, spec.config, sets, args.models, server)
+                    if w.returncode not in (EXIT_OK, EXIT_DEADLOCK, EXIT_VIOLATION):
+                        raise SystemExit(f"the engine failed (exit {w.returncode}):\n{w.stderr[-3000:]}")
+                    print(f"warm-up {k + 1}  engine {w.wall_s:6.1f} s ({w.cpu_s:6.1f} CPU-s), not counted", flush=True)
+            rows, failed, overshoots = _pairs(args, model_name, spec, sets, module, cfg, jar, spec_dir, server, mode)
+        finally:
+            if server is not None:
+                server.stop()
     ratios = [r["ratio"] for r in rows]
     med = statistics.median(ratios)
     print(f"result   {rows[0]['result']}: {rows[0]['distinct']:,} distinct, {rows[0]['generated']:,} generated, "
@@ -277,8 +371,11 @@ def main(argv: list[str] | None = None) -> int:
           if not failed else "result   the two disagree (above)")
     print(f"median   TLC {statistics.median(r['tlc_s'] for r in rows):.1f} s, engine "
           f"{statistics.median(r['engine_s'] for r in rows):.1f} s; engine/TLC {med:.2f}x "
-          f"(pairs {min(ratios):.2f}x to {max(ratios):.2f}x); within {TARGET}x: {'yes' if med <= TARGET else 'no'}, "
-          f"faster than TLC: {'yes' if med < 1 else 'no'}")
+          f"(pairs {min(ratios):.2f}x to {max(ratios):.2f}x); "
+          + (f"within {TARGET}x: {'yes' if med <= TARGET else 'no'}, " if mode == "cold" else "")
+          + f"faster than TLC: {'yes' if med < 1 else 'no'}"
+          + ("" if mode == "cold" else f" (the engine on a running server: no Spark start-up, its code "
+                                        f"compiled; the {TARGET}x target is for a cold run)"))
     if not args.no_record:
         print(f"recorded in {record(rows, args.warehouse, 'local[2]', table='versus_tlc')}")
     if failed:

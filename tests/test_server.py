@@ -215,3 +215,32 @@ def test_ctrl_c_on_the_server_stops_it_after_the_command_it_runs(tmp_path):
     finally:
         if srv.proc.poll() is None:
             srv.proc.kill()
+
+
+def test_versus_tlc_hands_the_engines_runs_to_a_server_of_its_own(tmp_path):
+    """``pipelines/versus_tlc.py --server``: the server it starts runs the engine's check (the figures
+    of the counter's breadth-first search, one more command served), the command's CPU seconds
+    include the server's over it, a command the server would not run is refused with the client's
+    reason rather than timed as a cold run, and ``stop`` ends the server."""
+    from conftest import load_pipeline
+    vs = load_pipeline("versus_tlc")
+    srv = vs.EngineServer(tmp_path, TEST_MODELS)
+    try:
+        assert srv.served() == 0
+        got = vs.run_engine("counter", "no_deadlock", ["Steps=1,2", "Max=6"], TEST_MODELS, srv)
+        assert got.returncode == 0, got.stderr[-3000:]
+        assert srv.served() == 1
+        fig, want = vs.engine_figures(got.stdout), bfs({1, 2}, 6, deadlock=False)
+        assert (fig.result, fig.distinct, fig.generated, fig.depth) == \
+            ("ok", want["distinct"], want["generated"], want["depth"])
+        # The client alone starts Python and waits (0.15 CPU-s); the server's Spark did the check.
+        assert got.cpu_s > 1.0, got
+        srv.env["SSE_SHUFFLE_PARTITIONS"] = "3"  # a setting the server was not started with
+        with pytest.raises(SystemExit, match=r"(?s)the check did not run on the engine server at .*"
+                                             r"not using the server .*its SSE_\* settings differ from this "
+                                             r"shell's \(SSE_SHUFFLE_PARTITIONS\)"):
+            vs.run_engine("counter", "no_deadlock", ["Nope=1"], TEST_MODELS, srv)
+        assert srv.served() == 1
+    finally:
+        srv.stop()
+    assert srv.proc.returncode is not None and srv.served() is None
