@@ -197,31 +197,27 @@ def run_tlc(java: str, jar: Path, spec_dir: Path, module: str, cfg: Path, worker
 
 
 class EngineServer:
-    """An engine server of the comparison's own (``--server``): ``python -m engine serve`` at a socket
-    in ``folder``, its output kept (the last lines are shown if it fails), stopped with ``stop``."""
+    """An engine server of the comparison's own (``--server``), started as a user starts one:
+    ``python -m engine serve --detach`` at a socket in ``folder`` (its output in ``<socket>.log``
+    there), and stopped with ``serve --stop``. Should this process be killed before that, the server
+    stops itself once idle for IDLE_STOP_MIN minutes."""
 
-    START_SECONDS = 300
+    STOP_SECONDS = 120
+    IDLE_STOP_MIN = 30
 
     def __init__(self, folder: Path, models: Path | None = None):
         self.sock = folder / "server.sock"
         self.env = {**os.environ, engine_server.ENV: str(self.sock)}
-        self.proc = subprocess.Popen([sys.executable, "-m", "engine", *(["--models", str(models)] if models else []),
-                                      "serve"], cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        listening = threading.Event()
+        self.models = ["--models", str(models)] if models else []
+        started = self._serve("--detach", "--idle-stop", str(self.IDLE_STOP_MIN))
+        hello = engine_server.greeting(self.sock) if started.returncode == 0 else None
+        if hello is None:
+            raise SystemExit(f"the engine server did not start (exit {started.returncode}):\n{started.stderr[-3000:]}")
+        self.pid = int(hello["pid"])
 
-        def drain():
-            for line in self.proc.stderr:
-                self.lines.append(line.rstrip("\n"))
-                if line.startswith("engine server: listening at"):
-                    listening.set()
-            listening.set()  # it exited
-        threading.Thread(target=drain, daemon=True).start()
-        if not listening.wait(self.START_SECONDS) or self.proc.poll() is not None:
-            self.stop()
-            raise SystemExit(f"the engine server did not start (exit {self.proc.returncode}); its last lines:\n"
-                             + "\n".join(self.lines[-10:]))
+    def _serve(self, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "engine", *self.models, "serve", *argv], cwd=ROOT, env=self.env,
+                              capture_output=True, text=True, timeout=600)
 
     def served(self) -> int | None:
         """How many commands it has run, or None when it does not answer."""
@@ -230,17 +226,22 @@ class EngineServer:
 
     def cpu_s(self) -> float:
         """The CPU seconds of its process tree so far (its JVM's included)."""
-        return cpu_seconds(self.proc.pid)
+        return cpu_seconds(self.pid)
+
+    def alive(self) -> bool:
+        fields = _stat_fields(self.pid)
+        return fields is not None and fields[0] != "Z"
 
     def stop(self) -> None:
-        """Stop it (SIGTERM: after the command it runs, if any) and wait for it to exit."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(120)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """``serve --stop`` (it exits after the command it runs, if any); killed if it has not exited
+        within STOP_SECONDS."""
+        if self.served() is not None:
+            self._serve("--stop")
+        end = time.monotonic() + self.STOP_SECONDS
+        while self.alive() and time.monotonic() < end:
+            time.sleep(0.2)
+        if self.alive():
+            os.kill(self.pid, 9)
 
 
 def run_engine(model: str, config: str, sets: list[str], models: Path | None,
@@ -353,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         server = EngineServer(Path(folder), args.models) if args.server else None
         try:
             if server is not None:
-                print(f"server   pid {server.proc.pid} at {server.sock}", flush=True)
+                print(f"server   pid {server.pid} at {server.sock}", flush=True)
                 for k in range(args.warm_ups):
                     w = run_engine(model_name, spec.config, sets, args.models, server)
                     if w.returncode not in (EXIT_OK, EXIT_DEADLOCK, EXIT_VIOLATION):

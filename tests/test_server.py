@@ -243,4 +243,4 @@ def test_versus_tlc_hands_the_engines_runs_to_a_server_of_its_own(tmp_path):
         assert srv.served() == 1
     finally:
         srv.stop()
-    assert srv.proc.returncode is not None and srv.served() is None
+    assert not srv.alive() and srv.served() is None
