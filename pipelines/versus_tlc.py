@@ -264,6 +264,13 @@ def run_engine(model: str, config: str, sets: list[str], models: Path | None,
         return got
 
 
+def finished(engine: Timed) -> Timed:
+    """``engine``, unless the check failed (an exit status other than a result's): then its error."""
+    if engine.returncode not in (EXIT_OK, EXIT_DEADLOCK, EXIT_VIOLATION):
+        raise SystemExit(f"the engine failed (exit {engine.returncode}):\n{engine.stderr[-3000:]}")
+    return engine
+
+
 def _pairs(args, model_name, spec, sets, module, cfg, jar, spec_dir, server, mode):
     """The alternating pairs: their rows, the disagreements, and TLC's depths that overshot."""
     rows, failed, overshoots = [], [], []
@@ -272,9 +279,7 @@ def _pairs(args, model_name, spec, sets, module, cfg, jar, spec_dir, server, mod
         for who in order:
             got[who] = (run_tlc(args.java, jar, spec_dir, module, cfg, args.workers, spec.deadlock) if who == "tlc"
                         else run_engine(model_name, spec.config, sets, args.models, server))
-        t, e = got["tlc"], got["engine"]
-        if e.returncode not in (EXIT_OK, EXIT_DEADLOCK, EXIT_VIOLATION):
-            raise SystemExit(f"the engine failed (exit {e.returncode}):\n{e.stderr[-3000:]}")
+        t, e = got["tlc"], finished(got["engine"])
         try:
             tf = tlc_figures(t.stdout + t.stderr)
         except ValueError as exc:
@@ -356,9 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             if server is not None:
                 print(f"server   pid {server.pid} at {server.sock}", flush=True)
                 for k in range(args.warm_ups):
-                    w = run_engine(model_name, spec.config, sets, args.models, server)
-                    if w.returncode not in (EXIT_OK, EXIT_DEADLOCK, EXIT_VIOLATION):
-                        raise SystemExit(f"the engine failed (exit {w.returncode}):\n{w.stderr[-3000:]}")
+                    w = finished(run_engine(model_name, spec.config, sets, args.models, server))
                     print(f"warm-up {k + 1}  engine {w.wall_s:6.1f} s ({w.cpu_s:6.1f} CPU-s), not counted", flush=True)
             rows, failed, overshoots = _pairs(args, model_name, spec, sets, module, cfg, jar, spec_dir, server, mode)
         finally:
