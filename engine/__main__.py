@@ -1,8 +1,8 @@
 import os
 import sys
 
-from . import class_archive
-from .cli import main
+import engine.runtime.class_archive as class_archive
+from engine.cli.main import main
 
 code = main()
 sys.stdout.flush()

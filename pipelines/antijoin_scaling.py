@@ -4,7 +4,7 @@
                                          [--repeat 3] [--no-record]
 
 For each size of the seen table it writes that many fingerprints as Parquet files, as the search's
-levels are stored (a file per million rows), and times the search's own anti-joins (``engine.seen``:
+levels are stored (a file per million rows), and times the search's own anti-joins (``engine.search.seen``:
 ``plain_unseen`` and ``SeenIndex.unseen``) of a level of ``--candidates`` de-duplicated successors
 against them, read the way the search reads them (``RunStore.all_files``: a file list, the two fingerprint
 columns). Half of the candidates are in the seen table, half are new. The candidates are hash
@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from pyspark.sql import functions as F  # noqa: E402
 
-from engine.checker import ROWS_PER_PARTITION  # noqa: E402
-from engine.seen import SeenIndex, plain_unseen  # noqa: E402
-from engine.session import get_spark  # noqa: E402
+from engine.search.loop import ROWS_PER_PARTITION  # noqa: E402
+from engine.search.seen import SeenIndex, plain_unseen  # noqa: E402
+from engine.runtime.session import get_spark  # noqa: E402
 from pipelines.benchmark import record  # noqa: E402
 
 FILE_ROWS = 1_000_000
@@ -45,7 +45,7 @@ def _fingerprints(spark, start: int, end: int):
 
 def _join_kind(df, index=None) -> str:
     if index is not None and index.sorted:
-        return "sorted runs"  # engine/jvm/SortedSeen.java: no join in Spark's plan
+        return "sorted runs"  # engine/runtime/jvm/SortedSeen.java: no join in Spark's plan
     plan = df._jdf.queryExecution().executedPlan().toString()
     for kind in ("BroadcastHashJoin", "SortMergeJoin", "ShuffledHashJoin", "BroadcastNestedLoopJoin"):
         if kind in plan:
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warehouse", type=Path, default=ROOT / "warehouse")
     p.add_argument("--no-record", action="store_true")
     p.add_argument("--mode", choices=["index", "plain", "both"], default="both",
-                   help="the search's anti-join (index: engine.seen above INDEX_FROM seen states; plain: "
+                   help="the search's anti-join (index: engine.search.seen above INDEX_FROM seen states; plain: "
                         "a Spark anti-join against the stored files)")
     args = p.parse_args(argv)
     sizes = [int(x) for x in args.seen.split(",")]

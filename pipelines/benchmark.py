@@ -8,8 +8,8 @@ configuration) or ``ledger_chaining+Clients=c1,c2+LedgerLimit=3``. Every case ru
 temporary warehouse, in one Spark session (its start-up is paid once and reported with each case).
 
 For each case it prints: the result and TLC's figures (distinct, generated, depth), wall time
-(start-up included), Spark start-up (and whether the JVM mapped its class archive, engine.class_archive;
-how many generated sources' classes were defined from disk and how many compiled, engine.session's
+(start-up included), Spark start-up (and whether the JVM mapped its class archive, engine.runtime.class_archive;
+how many generated sources' classes were defined from disk and how many compiled, engine.runtime.session's
 code cache; how many SQL texts the parse cache read back and how many Spark parsed), states
 generated and distinct states per second, the median and worst fixed cost per level (the time of
 levels that generated fewer than ``--small`` states: the engine's overhead, not work on states),
@@ -26,7 +26,7 @@ states grow is what a state space larger than memory needs.
 
 ``--repeat N`` runs each case N times in the one session. The first run is a cold command line's;
 the later ones are what a command handed to a running engine server gets (``python -m engine
-serve``, engine.server): Spark is up and the JVM has compiled Spark's and the actions' code, so
+serve``, engine.platform.server): Spark is up and the JVM has compiled Spark's and the actions' code, so
 their wall time has no start-up.
 
 ``--cpus N`` runs the benchmark on the first N of the CPUs it may use (its affinity, which the JVM it
@@ -58,11 +58,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.checker import check  # noqa: E402
-from engine.model import load_model, parse_case, resolve_run  # noqa: E402
-from engine import class_archive  # noqa: E402
-from engine.session import code_cache_counts, parse_cache_counts  # noqa: E402
-from engine.session import get_spark  # noqa: E402
+from engine.search.loop import check  # noqa: E402
+from engine.model.loader import load_model, parse_case, resolve_run  # noqa: E402
+import engine.runtime.class_archive as class_archive  # noqa: E402
+from engine.runtime.session import code_cache_counts, parse_cache_counts  # noqa: E402
+from engine.runtime.session import get_spark  # noqa: E402
 
 _TCK = os.sysconf("SC_CLK_TCK")
 

@@ -4,7 +4,7 @@
 
 RUN_DIR is a run's folder (``warehouse/<model>/<run_id>``). Its states (the model's variables only)
 are read once and cached in memory; then each repetition computes both halves of every state's
-fingerprint in each scheme (engine.fingerprint: ``row-bytes``, ``json``), and, as the floor, reads
+fingerprint in each scheme (engine.search.fingerprint: ``row-bytes``, ``json``), and, as the floor, reads
 the cached states without hashing them (counting each row's variables as one struct).
 Printed per repetition: the seconds of each, and the distinct fingerprints each scheme found (the
 number of states: a scheme that found fewer would have confused two states).
@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import fingerprint  # noqa: E402
-from engine.session import get_spark  # noqa: E402
-from engine.store import ENGINE_COLUMNS  # noqa: E402
+import engine.search.fingerprint as fingerprint  # noqa: E402
+from engine.runtime.session import get_spark  # noqa: E402
+from engine.store.runs import ENGINE_COLUMNS  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

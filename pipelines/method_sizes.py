@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pipelines"))
 
 from engine.errors import EngineError  # noqa: E402
-from engine.session import get_spark  # noqa: E402
+from engine.runtime.session import get_spark  # noqa: E402
 from plan_union import initial_frontier  # noqa: E402
 
 

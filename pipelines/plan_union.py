@@ -3,7 +3,7 @@
     python pipelines/plan_union.py MODEL [--config CONFIG] [--repeat 3] [--threads 2] [--models DIR]
 
 The union of every action (the successors query of a level) is built over the model's initial
-states in two partitions, and made into the engine's union by part (``engine.expand.union_by_part``,
+states in two partitions, and made into the engine's union by part (``engine.search.expand.union_by_part``,
 what a held plan is made of) ``--repeat`` times each way: the branches' code generated one branch
 after the other (``SSE_PLANNING_THREADS=1``, as Spark's ``UnionExec`` does) and on ``--threads``
 threads, one way first in odd repetitions and the other in even ones. Each repetition is a fresh
@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import expand  # noqa: E402
-from engine.model import load_model, resolve_run  # noqa: E402
-from engine.session import checkpoint, declare_constants, get_spark  # noqa: E402
+import engine.search.expand as expand  # noqa: E402
+from engine.model.loader import load_model, resolve_run  # noqa: E402
+from engine.runtime.session import checkpoint, declare_constants, get_spark  # noqa: E402
 
 
 def initial_frontier(spark, name: str, config: str | None, models: Path | None, parts: int | None = None):

@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pipelines"))
 
-from engine import checker  # noqa: E402
-from engine.model import load_model, resolve_run  # noqa: E402
-from engine.session import get_spark  # noqa: E402
+import engine.search.loop as checker  # noqa: E402
+from engine.model.loader import load_model, resolve_run  # noqa: E402
+from engine.runtime.session import get_spark  # noqa: E402
 from profile_jfr import check_arguments  # noqa: E402
 
 

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pipelines"))
 
-from engine.jvm_ext import jdk_tool  # noqa: E402
-from engine.session import JAVA_OPTIONS  # noqa: E402
+from engine.runtime.jvm_ext import jdk_tool  # noqa: E402
+from engine.runtime.session import JAVA_OPTIONS  # noqa: E402
 from profile_stacks import summarize  # noqa: E402
 
 TASK_THREAD = "Executor task launch worker"

@@ -8,10 +8,10 @@ times with a fresh plan each time, as the search does. For each repetition it pr
 of building the query and of Catalyst's phases (Spark's own planning tracker: parsing, analysis,
 optimization, physical planning), the time to run it (``localCheckpoint``, as the search does), how
 many classes Spark compiled (Janino, from ``CodegenMetrics``) and in how many milliseconds, how many
-sources' classes it defined from disk instead (engine.session's code cache), and the
+sources' classes it defined from disk instead (engine.runtime.session's code cache), and the
 Spark jobs, stages and tasks it took. The first repetition pays for the first compilation; the
 others show the cost every later level pays. ``--tasks N`` coalesces the union to N tasks, as the
-search does for small levels (``engine.checker.SMALL_FRONTIER``); 0 keeps a task per partition.
+search does for small levels (``engine.search.loop.SMALL_FRONTIER``); 0 keeps a task per partition.
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.expand import compile_model  # noqa: E402
-from engine.model import load_model, resolve_run  # noqa: E402
-from engine.session import code_cache_counts, declare_constants, get_spark  # noqa: E402
+from engine.search.expand import compile_model  # noqa: E402
+from engine.model.loader import load_model, resolve_run  # noqa: E402
+from engine.runtime.session import code_cache_counts, declare_constants, get_spark  # noqa: E402
 
 
 def _compiles(spark) -> tuple[int, int]:

@@ -36,13 +36,13 @@ sys.path.insert(0, str(ROOT))
 
 from pyspark.sql import functions as F  # noqa: E402
 
-from engine.expand import compile_model  # noqa: E402
-from engine.fingerprint import fingerprint_sql  # noqa: E402
-from engine.invariants import InvariantSuite  # noqa: E402
-from engine.model import load_model, resolve_run  # noqa: E402
-from engine.session import declare_constants, get_spark  # noqa: E402
-from engine.store import RunStore  # noqa: E402
-from engine.symmetry import canonical_fingerprint_stages  # noqa: E402
+from engine.search.expand import compile_model  # noqa: E402
+from engine.search.fingerprint import fingerprint_sql  # noqa: E402
+from engine.search.invariants import InvariantSuite  # noqa: E402
+from engine.model.loader import load_model, resolve_run  # noqa: E402
+from engine.runtime.session import declare_constants, get_spark  # noqa: E402
+from engine.store.runs import RunStore  # noqa: E402
+from engine.search.symmetry import canonical_fingerprint_stages  # noqa: E402
 
 # What a frame's text says about the work it does, first match wins (checked innermost first).
 KINDS = [

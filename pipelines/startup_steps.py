@@ -6,7 +6,7 @@ Times, one after the other in this process (a JVM of its own, as a command line 
 ``get_spark``, ``declare_constants`` (the session's first SQL), ``compile_model`` (every file of
 the model parsed and analyzed) and ``spark.sql`` of the actions' union (parsed and analyzed again
 as one query, as the search's second level does), then prints the parse cache's figures for the
-process (``engine.session.parse_cache_counts``: texts read back, parsed, written). Run it with
+process (``engine.runtime.session.parse_cache_counts``: texts read back, parsed, written). Run it with
 ``SSE_PARSE_CACHE=off`` and without, alternated, to see what the parse cache saves; the first run
 after the engine's jar changes writes the cache's files (and Java's AOT cache) and is not a measure.
 """
@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import expand  # noqa: E402
+import engine.search.expand as expand  # noqa: E402
 from engine.errors import EngineError  # noqa: E402
-from engine.model import load_model, resolve_run  # noqa: E402
-from engine.session import declare_constants, get_spark, parse_cache_counts  # noqa: E402
+from engine.model.loader import load_model, resolve_run  # noqa: E402
+from engine.runtime.session import declare_constants, get_spark, parse_cache_counts  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,9 +58,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pipelines"))
 
 from benchmark import _stat_fields, cpu_seconds, descendants, record, stat_cpu_seconds  # noqa: E402
-from engine import server as engine_server  # noqa: E402
+import engine.cli.client as engine_server  # noqa: E402
 from engine.errors import EXIT_DEADLOCK, EXIT_OK, EXIT_VIOLATION, EngineError  # noqa: E402
-from engine.model import load_model, parse_case, resolve_run  # noqa: E402
+from engine.model.loader import load_model, parse_case, resolve_run  # noqa: E402
 
 ORACLE_CFG = ROOT.parent / "shared" / "oracle" / "cfg"
 TARGET = 1.5  # issue 7: ledger chaining within 1.5x TLC's time

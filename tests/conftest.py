@@ -13,7 +13,7 @@ os.environ["SSE_SERVER"] = "off"
 
 @pytest.fixture(scope="session")
 def spark():
-    from engine.session import get_spark
+    from engine.runtime.session import get_spark
     return get_spark()
 
 
@@ -58,11 +58,13 @@ def load_pipeline(name):
 
 
 def seen_index_everywhere(monkeypatch, rows_per_partition: int, run_max: int) -> list[int]:
-    """Every level anti-joined against the seen index (engine.seen), small levels too, with at most two
+    """Every level anti-joined against the seen index (engine.search.seen), small levels too, with at most two
     fragments, its sorted runs partitioned anew past ``run_max`` fingerprints and at most 2 committed
     states' fingerprints held on the driver (PENDING_MAX); the list returned gets the index's
     partitions after each re-partition."""
-    from engine import arrow_level, checker, seen
+    import engine.search.arrow_level as arrow_level
+    import engine.search.loop as checker
+    import engine.search.seen as seen
     monkeypatch.setattr(seen, "INDEX_FROM", 0)
     monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)
     monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
@@ -78,7 +80,7 @@ def seen_index_everywhere(monkeypatch, rows_per_partition: int, run_max: int) ->
 
 def run_cli(capsys, *argv):
     """Run the command line in this process (sharing the Spark session); return (code, stdout, stderr)."""
-    from engine.cli import main
+    from engine.cli.main import main
     code = main(list(argv))
     out = capsys.readouterr()
     return code, out.out, out.err

@@ -12,7 +12,7 @@ from conftest import TEST_MODELS
 
 def cli(*argv):
     """``python -m engine ARGV`` in this process (sharing the Spark session): (exit code, stdout, stderr)."""
-    from engine.cli import main
+    from engine.cli.main import main
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([str(a) for a in argv])

@@ -39,7 +39,7 @@ def _profile(env_extra):
     import subprocess
     import sys
     from conftest import TEST_MODELS
-    # Spark's own cache alone: classes kept on disk by an earlier run (engine.session's code cache)
+    # Spark's own cache alone: classes kept on disk by an earlier run (engine.runtime.session's code cache)
     # would be defined, not compiled, and counted by neither figure.
     env = short_run_env(SSE_CODE_CACHE="off", **env_extra)
     res = subprocess.run([sys.executable, str(ROOT / "pipelines" / "profile_level.py"), "tokens",
@@ -384,7 +384,7 @@ def test_startup_steps_times_each_step_before_the_search(spark, capsys):
     JVM's so far: run again, every text is read back and none parsed. An unknown model is refused
     before Spark is asked for anything."""
     import re
-    from engine.session import parse_cache_counts
+    from engine.runtime.session import parse_cache_counts
     steps = load_pipeline("startup_steps")
     models = str(ROOT / "tests" / "models")
     lines = []

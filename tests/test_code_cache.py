@@ -1,4 +1,4 @@
-"""Spark's generated classes kept on disk between runs (engine/jvm/CodeCache.java, engine.session).
+"""Spark's generated classes kept on disk between runs (engine/runtime/jvm/CodeCache.java, engine.runtime.session).
 
 A new JVM starts with Spark's cache of generated classes empty; here the same JVM's cache is emptied
 instead (``invalidateAll``), which is what a later run's JVM sees, with the classes on disk."""
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import session
+import engine.runtime.session as session
 from platform_util import OK_ARGS, counter_run
 
 

@@ -131,7 +131,7 @@ def test_levels_split_over_many_partitions_give_the_same_search(capsys, tmp_path
     """A level's shuffles get a partition per ROWS_PER_PARTITION successors; at one successor a
     partition the counts, depth and shortest trace are unchanged, and the session's setting is
     restored afterwards."""
-    from engine import checker
+    import engine.search.loop as checker
     before = spark.conf.get("spark.sql.shuffle.partitions")
     monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 1)
     code, res, _ = check(capsys, tmp_path, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
@@ -147,12 +147,12 @@ def test_levels_split_over_many_partitions_give_the_same_search(capsys, tmp_path
 
 def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     """Above INDEX_FROM seen states a level is anti-joined against the cached, hash-partitioned seen
-    index (engine.seen) instead of the stored files. Used from the first level, merged as levels
+    index (engine.search.seen) instead of the stored files. Used from the first level, merged as levels
     come, with at most 3 fingerprints a partition's sorted run (so the index is partitioned anew
     as levels grow), the counts, depth and shortest trace are those of the reference search. Every
     path to a counter state has the same length, so no state is met again at a later level: that the
     index finds old states is tested on ledger chaining (tests/test_ledger_chaining.py)."""
-    from engine import seen
+    import engine.search.seen as seen
     calls = []
     for name in ("unseen", "unseen_table"):  # (a level in Spark, a level on the driver)
         real = getattr(seen.SeenIndex, name)
@@ -172,7 +172,7 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
 
 
 def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path, monkeypatch, spark):
-    """A small level is finished on the driver as Arrow (engine.arrow_level), a large one by Spark
+    """A small level is finished on the driver as Arrow (engine.search.arrow_level), a large one by Spark
     jobs. Every level in Spark (anti-joined and ordered on the driver, its picked rows fetched by
     broadcast joins; or, as for the largest levels, anti-joined, ordered and validated by the suite in
     Spark and its rows fetched by shuffled joins), levels alternating between the two (so each path starts from the
@@ -180,11 +180,12 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     invariants evaluated on the new states in a job of their own (as for large levels) give the
     reference's counts, deadlock and violation. Over the same large levels with repeats blanked in the
     actions' job (``ANNOTATE_BLANKED_INLINE``), the invariants stay in that job: no second job.
-    Driver levels run the union planned once per run (engine.expand.HeldExpansion), or with
+    Driver levels run the union planned once per run (engine.search.expand.HeldExpansion), or with
     SSE_FIXED_PLAN=0 the union planned again for each level: both give the same search. Small levels' jobs run interpreted (INTERPRET_BELOW), the alternating
     variant's compiled: the same search. In the alternating variant each Spark level reads its
     frontier from the driver's copy of the level before (``_driver_frontier``)."""
-    from engine import checker, expand
+    import engine.search.loop as checker
+    import engine.search.expand as expand
     held_calls, copies, annotated, shared = [], [], [], []
     real_successors, real_rows = expand.HeldExpansion.successors, expand.HeldExpansion.rows
     real_shared = expand.HeldExpansion.shared_union
@@ -255,7 +256,7 @@ def test_held_expansion_refuses_successors_of_another_level():
     wrong search."""
     import pyarrow as pa
     import pytest
-    from engine.expand import HeldExpansion
+    from engine.search.expand import HeldExpansion
     frontier = pa.table({"_fp": [1, 2], "_fp2": [10, 20]})
     HeldExpansion.check_parents(pa.table({"_parent_fp": [1, 2, 2], "_parent_fp2": [10, 20, 20]}), frontier)
     HeldExpansion.check_parents(pa.table({"_parent_fp": pa.array([], pa.int64()),
@@ -267,7 +268,7 @@ def test_held_expansion_refuses_successors_of_another_level():
 @pytest.mark.parametrize("binary,switched", [(True, False), (True, True), (False, False)],
                          ids=["arrow", "arrow over SwitchRows", "json"])
 def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, binary, switched):
-    """The union planned once (engine.expand.HeldExpansion) and run again over frontier A, then B, then
+    """The union planned once (engine.search.expand.HeldExpansion) and run again over frontier A, then B, then
     A gives, each time, what the union planned afresh over that frontier gives: the same successors,
     fingerprints and keys, with the frontier in one file or several, in one task or a task a file,
     written as Arrow IPC streams (the engine's JVM reader) or as JSON (without it), and read through
@@ -281,10 +282,10 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
-    from engine.expand import HeldExpansion, compile_model
-    from engine.fingerprint import fingerprint_sql
-    from engine.model import load_model
-    from engine.session import declare_constants
+    from engine.search.expand import HeldExpansion, compile_model
+    from engine.search.fingerprint import fingerprint_sql
+    from engine.model.loader import load_model
+    from engine.runtime.session import declare_constants
     model = load_model("tokens", TEST_MODELS)
     declare_constants(spark, model, {"Procs": ["p1", "p2", "p3"], "Max": 2, "LogLen": 3})
     cm = compile_model(spark, model)
@@ -349,9 +350,9 @@ def test_small_and_spark_levels_share_the_actions_generated_code(spark, tmp_path
     the first one's classes, and the JIT compiles them once. Planned and run, the second plan
     compiles no source of its own for the actions."""
     from pyspark.sql.types import BooleanType, LongType, StructField, StructType
-    from engine.expand import HeldExpansion, HeldRows, compile_model, union_by_part
-    from engine.model import load_model
-    from engine.session import checkpoint, declare_constants
+    from engine.search.expand import HeldExpansion, HeldRows, compile_model, union_by_part
+    from engine.model.loader import load_model
+    from engine.runtime.session import checkpoint, declare_constants
     model = load_model("tokens", TEST_MODELS)
     declare_constants(spark, model, {"Procs": ["p1", "p2", "p3"], "Max": 2, "LogLen": 3})
     cm = compile_model(spark, model)
@@ -403,10 +404,10 @@ def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark, monkeypat
     import pytest
     from pyspark.errors import IllegalArgumentException
     from pyspark.sql import functions as F
-    from engine.checker import _checkpoint_rdd_id, balanced
-    from engine.expand import HeldRows, compile_model, union_by_part
-    from engine.model import load_model
-    from engine.session import checkpoint, declare_constants
+    from engine.search.loop import _checkpoint_rdd_id, balanced
+    from engine.search.expand import HeldRows, compile_model, union_by_part
+    from engine.model.loader import load_model
+    from engine.runtime.session import checkpoint, declare_constants
     model = load_model("tokens", TEST_MODELS)
     declare_constants(spark, model, {"Procs": ["p1", "p2", "p3"], "Max": 2, "LogLen": 3})
     cm = compile_model(spark, model)
@@ -441,7 +442,7 @@ def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark, monkeypat
     def rows(df):
         return sorted(map(tuple, df.selectExpr("to_json(struct(*)) AS j").collect()))
 
-    from engine import expand
+    import engine.search.expand as expand
     pools = []
     real_pool = expand.ThreadPoolExecutor
     monkeypatch.setattr(expand, "ThreadPoolExecutor", lambda n: pools.append(n) or real_pool(n))
@@ -470,7 +471,7 @@ def test_interpreted_block_restores_the_session(spark):
     """``interpreted`` turns code generation off for the jobs in the block and gives the session its
     settings back after it, an error included."""
     import pytest
-    from engine.checker import interpreted
+    from engine.search.loop import interpreted
     spark.conf.set("spark.sql.codegen.wholeStage", "true")
     with interpreted(spark):
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
@@ -492,7 +493,7 @@ def test_small_levels_build_task_projections_interpreted(capsys, tmp_path, monke
     (checker.FACTORY_MODE): the held plan's code is made, but each task generated those projections'
     source anew. Larger levels' jobs keep the session's setting, and the search gives it back
     (unset, or as the session had it), with the reference search's states."""
-    import engine.checker as checker
+    import engine.search.loop as checker
     want = bfs({1, 2}, 9, deadlock=False)
     modes = []
     real = checker.HeldExpansion.successors
@@ -525,7 +526,7 @@ def test_a_kept_level_is_planned_afresh(spark):
     before's): carried from level to level that chain grew until a ledger chaining level's jobs took a
     minute and the heap ran out. The frontier is planned over the checkpoint's rows alone: the same
     rows and RDD, none of the origin's constraints."""
-    from engine.checker import _checkpoint_rdd_id, _unplanned
+    from engine.search.loop import _checkpoint_rdd_id, _unplanned
     made = spark.range(100).where("id % 3 = 0").selectExpr("id", "id * 2 AS y").localCheckpoint(eager=True)
     fresh = _unplanned(made)
 
@@ -541,8 +542,8 @@ def test_a_kept_level_is_planned_afresh(spark):
 def test_checkpoints_are_serialized(spark):
     """A level's checkpoints (bookkeeper's largest: 2.5 to 3 GB) are kept serialized, in memory and on
     disk beyond it, not as row objects the JVM's collector traces at every full collection."""
-    from engine.checker import _checkpoint_rdd_id
-    from engine.session import checkpoint
+    from engine.search.loop import _checkpoint_rdd_id
+    from engine.runtime.session import checkpoint
     made = checkpoint(spark.range(1000).selectExpr("id", "id * 2 AS y"))
     level = spark.sparkContext._jsc.getPersistentRDDs()[_checkpoint_rdd_id(made)].getStorageLevel()
     assert (level.useMemory(), level.useDisk(), level.deserialized()) == (True, True, False)
@@ -556,8 +557,8 @@ def test_a_checkpoints_partitions_run_largest_first(spark):
     tasks in partition order: a large partition last ran alone on one core), the same rows."""
     from pyspark.sql import functions as F
 
-    from engine.checker import largest_first
-    from engine.session import checkpoint
+    from engine.search.loop import largest_first
+    from engine.runtime.session import checkpoint
     sizes = [10, 1000, 50, 3000, 5, 200]
     rows = spark.sparkContext.parallelize([(p, i) for p, n in enumerate(sizes) for i in range(n)], len(sizes))
     made = checkpoint(spark.createDataFrame(rows.partitionBy(len(sizes), lambda p: p).map(lambda kv: kv),
@@ -603,7 +604,7 @@ def test_new_states_are_spread_only_where_their_partitions_are_uneven(capsys, tm
     were in unless those are uneven or not the next level's number (``needs_spread``): then they are
     spread by a hash of ``_ord`` (a shuffle). Left in place or spread, the search stores the same
     states with the same numbers and levels."""
-    import engine.checker as checker
+    import engine.search.loop as checker
     assert checker.needs_spread([100, 100], 2) is False
     assert checker.needs_spread([100, 105], 2) is False  # 105 <= 1.05 * 102.5
     assert checker.needs_spread([100, 112], 2) is True   # 112 > 1.05 * 106
@@ -652,8 +653,8 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
     and committed in order, and all of them before a level that Spark finishes reads the store. A
     level Spark finished is written once the next Spark level's narrow columns are collected
     (checker.DEFER_WRITE), or as it ends."""
-    import engine.checker as checker
-    from engine.invariants import InvariantSuite
+    import engine.search.loop as checker
+    from engine.search.invariants import InvariantSuite
     want = bfs({1, 2}, 9, deadlock=False)
     stored = {}
     if spark_levels:
@@ -684,7 +685,7 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
     monkeypatch.setattr(InvariantSuite, "validate_arrow", validate_arrow)
     monkeypatch.setattr(checker, "VALIDATE_BATCH_LEVELS", 4)
     # Spark levels: the first reads its frontier from the store, the others the level before's kept
-    # states, all through the union planned once (engine.expand.HeldRows).
+    # states, all through the union planned once (engine.search.expand.HeldRows).
     calls = []
     for name in ("hold", "run"):
         def spy(self, df, _real=getattr(checker.HeldRows, name), _name=name):

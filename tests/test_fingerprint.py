@@ -7,9 +7,10 @@ import sys
 
 import pytest
 from conftest import TEST_MODELS, short_run_env
-from engine import fingerprint, jvm_ext
+import engine.search.fingerprint as fingerprint
+import engine.runtime.jvm_ext as jvm_ext
 from engine.errors import EngineError, UsageError
-from engine.fingerprint import fingerprint_sql
+from engine.search.fingerprint import fingerprint_sql
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, StringType, StructType
 
@@ -92,7 +93,7 @@ def test_one_value_one_fingerprint_however_spark_holds_it(spark, tmp_path, using
 
 
 def test_the_scheme_is_part_of_the_run_id(monkeypatch):
-    from engine.model import load_model, resolve_run
+    from engine.model.loader import load_model, resolve_run
     spec = resolve_run(load_model("counter", TEST_MODELS), None, ["Max=3"], None, None)
     by_bytes = spec.run_id
     monkeypatch.setenv(fingerprint.ENV, "json")

@@ -101,13 +101,14 @@ def test_ledger_limit_is_a_constant(capsys, tmp_path):
 
 def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     """Leader changes revisit states met many levels earlier, so every seen state must be found.
-    The seen index (engine.seen) from the first level on gives the plain anti-join's figures: as
-    sorted runs (engine/jvm/SortedSeen.java), merged as levels come and partitioned anew as they
+    The seen index (engine.search.seen) from the first level on gives the plain anti-join's figures: as
+    sorted runs (engine/runtime/jvm/SortedSeen.java), merged as levels come and partitioned anew as they
     grow, the levels' fingerprints held on the driver or made fragments; first made from the
     driver's copy of the fingerprints as it lets that copy go; and as the
     rows' fragments (SSE_SORTED_SEEN=0, the engine without its JVM classes), merged every other
     level and re-partitioned."""
-    from engine import checker, seen
+    import engine.search.loop as checker
+    import engine.search.seen as seen
 
     def run(tag):
         code, out, err = run_cli(capsys, "check", "ledger_chaining", "--warehouse", str(tmp_path / tag),
@@ -117,7 +118,7 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
         return res["distinct_states"], res["states_generated"], res["depth"]
 
     plain = run("plain")
-    # Levels alternating between the driver (engine.arrow_level) and Spark's stages: each anti-joins
+    # Levels alternating between the driver (engine.search.arrow_level) and Spark's stages: each anti-joins
     # against seen states the other stored.
     monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: depth % 2 == 1)
     assert run("alternating") == plain
@@ -137,7 +138,7 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     # made from that copy (SeenIndex.add_pairs), not from the stored levels: levels on the driver
     # (each level's fingerprints then held on the driver, SeenIndex.hold, none made a fragment),
     # then alternating with Spark's stages (which make the held ones a fragment first).
-    from engine import arrow_level
+    import engine.search.arrow_level as arrow_level
     monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 20)
     monkeypatch.setattr(seen, "PENDING_MAX", 10 ** 6)
     made = []

@@ -8,7 +8,7 @@ import yaml
 
 from conftest import ROOT, TEST_MODELS, run_cli
 from engine.errors import ModelError, UsageError
-from engine.model import load_model, resolve_run
+from engine.model.loader import load_model, resolve_run
 
 
 @pytest.fixture

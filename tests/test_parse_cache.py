@@ -1,4 +1,4 @@
-"""What Spark's parser made of a text, kept on disk between runs (engine/jvm/ParseCache.java, engine.session).
+"""What Spark's parser made of a text, kept on disk between runs (engine/runtime/jvm/ParseCache.java, engine.runtime.session).
 
 The suite's session parses through the cache; each test points it at an empty folder of its own."""
 import struct
@@ -7,7 +7,7 @@ import pytest
 from pyspark.errors import ParseException
 
 from conftest import run_cli
-from engine import session
+import engine.runtime.session as session
 
 
 def _delta(before, after):

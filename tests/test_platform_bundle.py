@@ -52,7 +52,8 @@ def test_bundle_runs_check_then_audit_and_report():
 
 @pytest.mark.parametrize("constants", ["", "LedgerLimit=3;Clients=c1,c2"])
 def test_every_task_entry_point_takes_the_job_parameters(constants):
-    from engine import cli, job as job_module
+    import engine.cli.main as cli
+    import engine.platform.job as job_module
     top, jobs = load_bundle()
     name, entry_points = scripts()
     variables = top["variables"]
@@ -78,7 +79,7 @@ def test_every_task_entry_point_takes_the_job_parameters(constants):
                 assert parsed.model == params["model"]
                 assert parsed.sets == ([c for c in constants.split(";") if c])
             else:
-                from engine.model import load_model, resolve_run
+                from engine.model.loader import load_model, resolve_run
                 spec = resolve_run(load_model(params["model"], ROOT), None, parsed_sets(constants))
                 assert parsed.run == spec.run_id  # the same run the check task wrote
 
@@ -88,7 +89,7 @@ def parsed_sets(constants):
 
 
 def test_job_rejects_a_malformed_constant(capsys):
-    from engine.job import main
+    from engine.platform.job import main
     code = main(["--command=check", "--model=ledger_chaining", "--warehouse=/tmp/x", "--constants=LedgerLimit"])
     assert code == 2
     assert "error: --constants: 'LedgerLimit' is not CONST=VALUE" in capsys.readouterr().err

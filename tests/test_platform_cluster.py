@@ -10,7 +10,7 @@ from platform_util import OK_ARGS
 
 
 def test_cluster_run_has_the_local_figures(counter_ok, tmp_path):
-    from engine.cluster import LocalCluster
+    from engine.runtime.cluster import LocalCluster
     _, local = counter_ok
     wh = tmp_path / "wh"  # the executors write here: on one machine, the same absolute path
     cluster = LocalCluster(workers=2, log_dir=tmp_path / "cluster")

@@ -74,9 +74,9 @@ def test_readers_that_are_not_spark_agree(counter_ok):
 
 
 def test_delta_reads_go_through_delta_rs_without_the_connector(counter_ok, monkeypatch):
-    from engine.deltaio import delta_mode, read_delta
+    from engine.store.deltaio import delta_mode, read_delta
     from engine.errors import UsageError, WarehouseError
-    from engine.session import get_spark
+    from engine.runtime.session import get_spark
     wh, res = counter_ok
     spark = get_spark()
     assert delta_mode(spark) == "delta-rs"  # no io.delta classes here (no Maven to fetch the jars)

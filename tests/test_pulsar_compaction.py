@@ -24,7 +24,7 @@ def check_json(capsys, wh, *args):
 
 
 def oracle_actions(name):
-    from engine.tlc_trace import read_tlc_trace
+    from engine.traces.tlc_text import read_tlc_trace
     return [s["#action"] for s in read_tlc_trace(ORACLE / "traces" / f"{name}.txt")]
 
 
@@ -101,7 +101,7 @@ def test_compacted_ledger_leak_trace_in_three_forms_and_replay(capsys, tmp_path)
     # 3. rows of the run's Delta table: SELECT over the run shows the trace
     code, res = check_json(capsys, wh, "--config", "pc_c_CompactedLedgerLeak")
     assert res["from_cache"] and len(res["trace"]) == 12
-    from engine.session import get_spark
+    from engine.runtime.session import get_spark
     spark = get_spark()
     from deltalake import DeltaTable as DT
     files = DT(res["tables"]["trace"]).file_uris()

@@ -1,4 +1,4 @@
-"""The seen fingerprints in the tasks' JVM (engine.seen_filter, engine/jvm/SeenSet.java): what the
+"""The seen fingerprints in the tasks' JVM (engine.search.seen_filter, engine/runtime/jvm/SeenSet.java): what the
 set answers, what the actions' job blanks with it, and that a set out of step with the driver stops
 the search instead of dropping states."""
 import json
@@ -22,9 +22,9 @@ def test_the_jvm_set_holds_exactly_what_was_added(spark, tmp_path, monkeypatch, 
     grows several times) are found, in generated code and interpreted; a pair with either half
     changed, or swapped, is not; adding a pair again does not count it twice; a stopped set finds
     nothing. Small levels' pairs go to the JVM in the Py4J call, larger ones through a file."""
-    from engine import seen_filter
-    from engine.checker import interpreted
-    from engine.seen_filter import SeenFilter
+    import engine.search.seen_filter as seen_filter
+    from engine.search.loop import interpreted
+    from engine.search.seen_filter import SeenFilter
     monkeypatch.setattr(seen_filter, "BYTES_MAX", 1 << 15 if through == "call" else 0)
     rng = np.random.default_rng(7)
     pairs = [(0, 0), (-(2 ** 63), 2 ** 63 - 1), (1, 0), (0, 1)]
@@ -49,7 +49,7 @@ def test_the_jvm_set_holds_exactly_what_was_added(spark, tmp_path, monkeypatch, 
 def test_seen_rows_are_blanked_and_new_rows_kept(spark, tmp_path):
     """``mark`` and ``blank`` NULL the named columns of rows whose fingerprint is in the set, and
     leave the others (and every column of the unseen rows) as they were."""
-    from engine.seen_filter import SeenFilter
+    from engine.search.seen_filter import SeenFilter
     seen = SeenFilter(spark, tmp_path)
     seen.add(pa.table({"_fp": [1, 3], "_fp2": [10, 30]}))
     df = spark.createDataFrame([(1, 10, [1, 2], "a", 5), (2, 20, [3], "b", 6), (3, 30, [], "c", 7)],
@@ -65,7 +65,7 @@ def test_seen_rows_are_blanked_and_new_rows_kept(spark, tmp_path):
 
 
 def test_new_states_marked_seen_are_refused():
-    from engine.seen_filter import SeenFilter
+    from engine.search.seen_filter import SeenFilter
     kept = SeenFilter.check(pa.table({"x": [1, 2], "_seen": [False, False]}))
     assert kept.column_names == ["x"]
     assert SeenFilter.check(pa.table({"x": [1]})).column_names == ["x"]
@@ -86,8 +86,8 @@ def test_a_search_blanks_successors_seen_before_and_finds_the_same_states(capsys
     later levels) the actions' job returns successors seen at earlier levels with NULL state,
     constraint and invariant columns and the others whole, and the search finds what it finds with
     the filter off."""
-    from engine import expand
-    from engine.model import load_model
+    import engine.search.expand as expand
+    from engine.model.loader import load_model
     small = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2")
     outputs = []
     real = expand.HeldExpansion.successors
@@ -117,7 +117,7 @@ def test_a_set_holding_a_state_the_driver_finds_new_stops_the_search(capsys, tmp
     """The JVM's set given the fingerprints of states the search has not stored yet (as a set out of
     step with the driver would be) blanks new states: the run stops with an internal error naming
     SSE_SEEN_FILTER=0."""
-    from engine.seen_filter import SeenFilter
+    from engine.search.seen_filter import SeenFilter
     first = _check(capsys, tmp_path / "first", "tokens", "--config", "nosym")
     every = DeltaTable(first["tables"]["states"]).to_pyarrow_table(columns=["_fp", "_fp2"])
     real = SeenFilter.add
@@ -134,8 +134,8 @@ def test_a_level_keeps_one_row_per_fingerprint_whatever_the_order(spark, tmp_pat
     another key is blanked, the same row met again (a task run again: same key) keeps it again, and
     stored fingerprints stay blanked; in generated code and interpreted. Closed, only stored ones
     are."""
-    from engine.checker import interpreted
-    from engine.seen_filter import SeenFilter
+    from engine.search.loop import interpreted
+    from engine.search.seen_filter import SeenFilter
     seen = SeenFilter(spark, tmp_path)
     assert seen.repeats
     seen.add(pa.table({"_fp": [9], "_fp2": [90]}))
@@ -167,8 +167,9 @@ def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(spark, c
     driver, and by Spark alone. On the driver, rows of states not stored before were blanked, and
     each level's rows that kept their columns hold one row a state. Each state is stored with its
     level's depth, and Spark levels with the keys on the driver compile no new code after the first two."""
-    from engine import checker, expand
-    from engine.model import load_model
+    import engine.search.loop as checker
+    import engine.search.expand as expand
+    from engine.model.loader import load_model
     if where != "driver":
         monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: False)
     if where == "spark_in_spark":

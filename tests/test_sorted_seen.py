@@ -1,4 +1,4 @@
-"""The seen index as sorted runs (engine/jvm/SortedSeen.java, engine.seen.SeenIndex) against a
+"""The seen index as sorted runs (engine/runtime/jvm/SortedSeen.java, engine.search.seen.SeenIndex) against a
 set held in Python: which of a level's states it finds, across merges and re-partitions, on the
 pairs a sort and a galloping search get wrong first (equal first fingerprints, signed extremes)."""
 import random
@@ -6,7 +6,7 @@ import random
 import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
-from engine import seen
+import engine.search.seen as seen
 
 SCHEMA = StructType([StructField("_fp", LongType(), False), StructField("_fp2", LongType(), False),
                      StructField("_i", LongType(), False)])
@@ -131,7 +131,7 @@ def test_levels_held_on_the_driver_are_found_until_indexed(spark, tmp_path, monk
 
 def test_a_run_is_made_of_sorted_rows_only(spark):
     """The runs are packed from rows Spark sorted; rows out of order are refused, not indexed."""
-    from engine import jvm_ext
+    import engine.runtime.jvm_ext as jvm_ext
     if not jvm_ext.has_class(spark, "SortedSeen"):
         pytest.skip("the engine's JVM classes are not loaded")
     rows = _frame(spark, [(5, 1), (4, 9)]).coalesce(1)._jdf.queryExecution().toRdd()
@@ -146,7 +146,7 @@ def test_runs_made_from_the_drivers_copy_are_sparks(spark, tmp_path, monkeypatch
     partitioning and sort make of the same pairs, partition by partition and in order, and finds
     exactly the unseen states of a probe."""
     import pyarrow as pa
-    from engine.expand import rows_frame
+    from engine.search.expand import rows_frame
     monkeypatch.setattr(seen, "MIN_PARTITIONS", 7)
     rng = random.Random(11)
     pairs = _pairs(rng, 3000)

@@ -74,10 +74,10 @@ CASES = [(["p1", "p2", "p3"], 1, 2), (["p1", "p2"], 2, 2)]
 @pytest.mark.parametrize("level_path", ["driver", "spark"])
 def test_orbit_counts_match_reference(capsys, tmp_path, monkeypatch, level_path, procs, max_, log_len):
     """Orbits counted as the reference counts them, whether the levels are finished on the driver
-    (engine.arrow_level: canonical fingerprints of every successor) or by Spark's stages (states
+    (engine.search.arrow_level: canonical fingerprints of every successor) or by Spark's stages (states
     de-duplicated as generated first, then canonicalized)."""
     if level_path == "spark":
-        from engine import checker
+        import engine.search.loop as checker
         monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: False)
     sets = ["--set", f"Procs={','.join(procs)}", "--set", f"Max={max_}", "--set", f"LogLen={log_len}"]
     code, sym = check(capsys, tmp_path, *sets)
@@ -118,7 +118,7 @@ def _tokens_copy(tmp_path, old, new):
 ])
 def test_bad_symmetry_declarations_name_the_schema(tmp_path, old, new, message):
     from engine.errors import ModelError
-    from engine.model import load_model
+    from engine.model.loader import load_model
     root, schema = _tokens_copy(tmp_path, old, new)
     with pytest.raises(ModelError) as exc:
         load_model("tokens", root)
@@ -134,7 +134,7 @@ def test_symmetry_path_must_name_an_array(capsys, tmp_path):
 
 
 def test_configuration_and_flag_turn_symmetry_off():
-    from engine.model import load_model, resolve_run
+    from engine.model.loader import load_model, resolve_run
     model = load_model("tokens", TEST_MODELS)
     on = resolve_run(model, "default")
     assert on.symmetry is True
@@ -160,8 +160,8 @@ def test_canonical_fingerprint_is_one_per_orbit(spark, monkeypatch):
     orbits get different ones, for a function over the set whose entries mix model values (a peer,
     a sorted set) with plain counters (the cheap key), a plain string and a sorted set. The
     permutations written out as literals and the lambda over them give the same fingerprints."""
-    from engine import symmetry
-    from engine.symmetry import SymmetryShape, canonical_fingerprint_stages
+    import engine.search.symmetry as symmetry
+    from engine.search.symmetry import SymmetryShape, canonical_fingerprint_stages
     ddl = ("nodes array<struct<n:int, peer:string, seen:array<string>>>, owner string, "
            "held array<string>")
     schema = spark.createDataFrame([], ddl).schema

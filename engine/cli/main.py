@@ -1,0 +1,277 @@
+"""Command line: ``python -m engine check|models|audit|replay|sql|report|serve`` (also installed as ``sse``).
+
+The commands that start Spark are handed to a running engine server when there is one
+(engine.platform.server: ``python -m engine serve``); ``--no-server`` runs them in this process."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import traceback
+from pathlib import Path
+
+from engine.errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, EngineError,
+                     UsageError)
+from engine.model.loader import default_models_root, format_constant, list_models, load_model, resolve_run
+import engine.cli.client as client
+
+__all__ = ["main", "build_parser"]
+
+RESULT_EXIT = {"ok": EXIT_OK, "invariant_violated": EXIT_VIOLATION, "deadlock": EXIT_DEADLOCK}
+
+
+def _default_warehouse() -> Path:
+    return Path(os.environ.get("SSE_WAREHOUSE") or (default_models_root() / "warehouse"))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # bad arguments are bad input: exit 2 with the reason
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m engine", description="Relational state-space engine: TLA+-style models "
+                "checked breadth-first on Spark, every state a row in a Delta table.")
+    p.add_argument("--models", type=Path, default=None, help="folder with schemas/ and actions_sql/ "
+                   "(default: this checkout, or $SSE_MODELS)")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    c = sub.add_parser("check", help="check a model: breadth-first search of every reachable state")
+    c.add_argument("model")
+    c.add_argument("--config", help="named configuration from the model's schema (default: its default)")
+    c.add_argument("--set", dest="sets", action="append", default=[], metavar="CONST=VALUE",
+                   help="override a constant: Clients=c1,c2  KeySpace=1,2  Flag=TRUE  Limit=5")
+    c.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME",
+                   help="check this invariant (repeatable); replaces the configuration's list")
+    c.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks (TLC's -deadlock)")
+    c.add_argument("--no-symmetry", action="store_true",
+                   help="count states that differ by a permutation of the symmetry sets apart")
+    c.add_argument("--warehouse", type=Path, default=None, help="where the Delta tables go (default: warehouse/)")
+    c.add_argument("--master", default=None, help="Spark master (default: local[2] or $SSE_SPARK_MASTER)")
+    c.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    c.add_argument("--fresh", action="store_true", help="discard this run's earlier tables and start over")
+    c.add_argument("--quiet", action="store_true", help="no per-level progress on stderr")
+    c.add_argument("--itf", type=Path, default=None, metavar="FILE",
+                   help="also write a counterexample to FILE in the Informal Trace Format (Apalache, Quint); "
+                        "it is always written beside the run's tables as trace.itf.json")
+
+    r = sub.add_parser("replay", help="check that a stored trace is a succession of legal transitions of a model")
+    r.add_argument("trace", help="an ITF file (.itf.json), a TLC error trace with --tlc, or a run id / run folder")
+    r.add_argument("--model", help="the model to replay against (default: the one the ITF file or run names)")
+    r.add_argument("--config", help="named configuration for the constants (default: the trace's own constants)")
+    r.add_argument("--set", dest="sets", action="append", default=[], metavar="CONST=VALUE")
+    r.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME",
+                   help="evaluate this invariant on every state (repeatable; default: the configuration's)")
+    r.add_argument("--tlc", action="store_true", help="the trace is TLC's text output (State n: <Action ...>)")
+    r.add_argument("--warehouse", type=Path, default=None, help="where to look a run id up")
+    r.add_argument("--master", default=None)
+    r.add_argument("--json", action="store_true")
+
+    sub.add_parser("models", help="list the models, their constants and configurations")
+
+    a = sub.add_parser("audit", help="run a finished run's invariant suite again over its whole states table")
+    a.add_argument("run", help="run id, or the run's folder")
+    a.add_argument("--warehouse", type=Path, default=None)
+    a.add_argument("--master", default=None)
+    a.add_argument("--json", action="store_true")
+
+    q = sub.add_parser("sql", help="ad-hoc Spark SQL over a run's tables (views states, levels, outcome, "
+                       "trace; the model's constants as SQL variables)")
+    q.add_argument("run", help="run id, or the run's folder")
+    q.add_argument("query", help='e.g. "SELECT _depth, count(*) FROM states GROUP BY _depth"')
+    q.add_argument("--warehouse", type=Path, default=None)
+    q.add_argument("--master", default=None)
+    q.add_argument("--limit", type=int, default=1000, help="print at most this many rows (default 1000)")
+    q.add_argument("--json", action="store_true", help="print one JSON object: columns, rows, truncated")
+
+    s = sub.add_parser("serve", help="keep one Spark driver up and run the commands of other shells on it "
+                       "(check, audit, replay, sql): no Spark start-up, compiled code kept warm")
+    s.add_argument("--socket", type=Path, default=None,
+                   help="the server's Unix socket (default: $SSE_SERVER, else <cache>/sse/server.sock)")
+    s.add_argument("--master", default=None, help="Spark master (default: local[2] or $SSE_SPARK_MASTER)")
+    s.add_argument("--warm", action="append", default=[], metavar="MODEL[:CONFIG][+CONST=VALUE...]",
+                   help="check this once at start, into a folder thrown away, so that the first commands find "
+                        "the JVM's code compiled (repeatable); commands sent meanwhile wait for it")
+    s.add_argument("--idle-stop", type=float, default=None, metavar="MINUTES",
+                   help="stop when no command came for this many minutes (default: never)")
+    s.add_argument("--detach", action="store_true",
+                   help="run the server in the background (its output in <socket>.log); return once it listens")
+    what = s.add_mutually_exclusive_group()
+    what.add_argument("--status", action="store_true", help="print the running server's pid, master and uptime")
+    what.add_argument("--stop", action="store_true", help="stop the running server (after its current command)")
+
+    for name in client.FORWARDED:
+        sub.choices[name].add_argument("--no-server", action="store_true",
+                                       help="run here even when an engine server is up (python -m engine serve)")
+
+    r = sub.add_parser("report", help="write one HTML file about a run: constants, outcome, states per level, "
+                       "actions, invariants, counterexample")
+    r.add_argument("run", help="run id, or the run's folder")
+    r.add_argument("--warehouse", type=Path, default=None)
+    r.add_argument("--out", type=Path, default=None, help="the HTML file (default: <run folder>/report.html)")
+    return p
+
+
+def _cmd_models(args) -> int:
+    root = args.models or default_models_root()
+    for name in list_models(root):
+        m = load_model(name, root)
+        print(f"{m.name}: {m.title}" + ("  [abstract: a base for other models, not checked on its own]"
+                                        if m.abstract else ""))
+        if m.extends:
+            print(f"  extends: {' -> '.join(m.extends)}")
+        src = m.source
+        if src:
+            print(f"  source: {src.get('module', '')} ({src.get('repository', '')})")
+        print("  constants:")
+        for c in m.constants.values():
+            print(f"    {c.name} : {c.type} = {format_constant(c.default)}" + (f"   -- {c.doc}" if c.doc else ""))
+        print(f"  invariants: {', '.join(m.invariants) or '-'}")
+        print(f"  constraints: {', '.join(m.constraints) or '-'}")
+        print("  configurations:")
+        for cname, cfg in m.configurations.items():
+            mark = " (default)" if cname == m.default_configuration else ""
+            consts = ", ".join(f"{k}={format_constant(v)}" for k, v in (cfg.get("constants") or {}).items())
+            print(f"    {cname}{mark}: {consts}; invariants {cfg.get('invariants', list(m.invariants))}; "
+                  f"deadlock {'on' if cfg.get('deadlock', True) else 'off'}")
+    return EXIT_OK
+
+
+def _cmd_check(args) -> int:
+    from engine.cli.output import Progress, format_summary
+
+    root = args.models or default_models_root()
+    model = load_model(args.model, root)
+    spec = resolve_run(model, args.config, args.sets, args.invariants or None,
+                       False if args.no_deadlock else None,
+                       symmetry=False if args.no_symmetry else None)
+    warehouse = args.warehouse or _default_warehouse()
+    from engine.search.loop import check
+    from engine.store.runs import check_warehouse
+    check_warehouse(warehouse)  # before Spark starts: a bad path costs nothing
+    progress = Progress(quiet=args.quiet)
+    try:
+        outcome = check(spec, warehouse, master=args.master, progress=progress, fresh=args.fresh)
+    finally:
+        progress.close()
+    if args.itf is not None and "itf" in outcome.tables:
+        args.itf.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(outcome.tables["itf"], args.itf)
+    if args.json:
+        print(json.dumps(outcome.to_json()))
+    else:
+        print(format_summary(outcome))
+    return RESULT_EXIT[outcome.result]
+
+
+def _cmd_replay(args) -> int:
+    from engine.traces.replay import format_report, load_trace, replay, resolve_replay
+
+    root = args.models or default_models_root()
+    spec, states, source = resolve_replay(args.trace, root, model=args.model, config=args.config, sets=args.sets,
+                                          tlc=args.tlc, warehouse=args.warehouse or _default_warehouse(),
+                                          invariants=args.invariants)
+    from engine.search.expand import state_schema
+    from engine.runtime.session import get_spark
+    spark = get_spark(args.master)
+    rows = load_trace(spec, states, source, state_schema(spark, spec.model))
+    report = replay(spark, spec, rows)
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        print(format_report(report))
+    return EXIT_OK if report.legal else EXIT_ILLEGAL_TRACE
+
+
+def _cmd_audit(args) -> int:
+    from engine.platform.audit import audit_run
+    warehouse = args.warehouse or _default_warehouse()
+    report = audit_run(args.run, warehouse, models_root=args.models or default_models_root(), master=args.master)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(f"audit of run {report['run_id']} ({report['model']}): {'PASS' if report['success'] else 'FAIL'}")
+        for check_name, ok, detail in report["checks"]:
+            print(f"  [{'ok' if ok else 'FAIL'}] {check_name}: {detail}")
+    return EXIT_OK if report["success"] else EXIT_VIOLATION
+
+
+def _cmd_sql(args) -> int:
+    from engine.platform.sql import format_table, run_sql
+    res = run_sql(args.run, args.query, args.warehouse or _default_warehouse(),
+                  models_root=args.models or default_models_root(), master=args.master, limit=args.limit)
+    if args.json:
+        print(json.dumps(res, default=str))
+    else:
+        print(format_table(res["columns"], res["rows"]))
+        if res["truncated"]:
+            print(f"(only the first {args.limit} rows; use --limit)")
+    return EXIT_OK
+
+
+def _cmd_report(args) -> int:
+    from engine.platform.report import write_report
+    print(write_report(args.run, args.warehouse or _default_warehouse(), args.out))
+    return EXIT_OK
+
+
+def _cmd_serve(args, argv: list[str]) -> int:
+    if client.in_server:
+        raise UsageError("serve: this command cannot be sent to an engine server")
+    if args.socket is not None:
+        os.environ[client.ENV] = str(args.socket.expanduser().absolute())
+    if args.status:
+        return client.status()
+    if args.stop:
+        return client.stop()
+    if args.idle_stop is not None and args.idle_stop <= 0:
+        raise UsageError(f"--idle-stop {args.idle_stop:g}: a number of minutes above 0")
+    path = client.socket_path()
+    if path is None:
+        raise UsageError(f"{client.ENV} is off: name the server's socket with --socket PATH")
+    from engine.platform import server
+    if args.detach:
+        return server.detach([a for a in argv if a != "--detach"], path)
+    return server.serve(path, args.master, main, warm=args.warm, models=args.models,
+                        idle_stop=args.idle_stop * 60 if args.idle_stop else None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command in client.FORWARDED and not args.no_server:
+            code = client.forward(argv, client.requested_master(args.master))
+            if code is not None:
+                return code
+        if args.command == "serve":
+            return _cmd_serve(args, argv)
+        if args.command == "models":
+            return _cmd_models(args)
+        if args.command == "check":
+            return _cmd_check(args)
+        if args.command == "audit":
+            return _cmd_audit(args)
+        if args.command == "replay":
+            return _cmd_replay(args)
+        if args.command == "sql":
+            return _cmd_sql(args)
+        if args.command == "report":
+            return _cmd_report(args)
+        raise UsageError(f"unknown command {args.command}")
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted; the run resumes from its last committed level when started again", file=sys.stderr)
+        return 130
+    except Exception:  # an engine bug: say so, with the trace
+        traceback.print_exc()
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

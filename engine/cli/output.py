@@ -1,0 +1,96 @@
+"""What a person reads: per-level progress on stderr and counterexamples the way TLC prints them."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+from engine.store.runs import LevelFigures
+
+__all__ = ["Progress", "format_value", "format_trace", "format_summary"]
+
+
+class Progress:
+    """One line per level on stderr, in the spirit of TLC; a live bar when stderr is a terminal."""
+
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False):
+        self.stream = stream = stream or sys.stderr
+        self.quiet = quiet
+        self.start = time.time()
+        self.bar = None
+        if not quiet and stream.isatty():
+            from tqdm import tqdm
+            self.bar = tqdm(file=stream, unit=" level", desc="search", dynamic_ncols=True, leave=False)
+
+    def __call__(self, fig: LevelFigures, frontier: int) -> None:
+        if self.quiet:
+            return
+        line = (f"Progress({fig.depth}) at {time.time() - self.start:7.1f}s: "
+                f"{fig.generated_total:,} states generated, {fig.distinct_total:,} distinct states found, "
+                f"{frontier:,} states left on queue (level: {fig.generated:,} generated, "
+                f"{fig.new_states:,} new, {fig.seconds:.2f}s)")
+        if self.bar is not None:
+            self.bar.write(line)
+            self.bar.set_postfix(distinct=f"{fig.distinct_total:,}", queue=f"{frontier:,}")
+            self.bar.update(1)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def format_value(v: Any) -> str:
+    """TLA+-like notation: records as [f |-> v], sequences and sets (sorted arrays) as <<...>>, NULL as Nil."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, dict):
+        return "[" + ", ".join(f"{k} |-> {format_value(x)}" for k, x in v.items()) + "]"
+    if isinstance(v, (list, tuple)):
+        return "<<" + ", ".join(format_value(x) for x in v) + ">>"
+    if v is None:
+        return "Nil"  # SQL NULL encodes TLA+'s model value Nil (DESIGN.md)
+    return str(v)
+
+
+def format_trace(trace: list[dict[str, Any]]) -> str:
+    out = []
+    prev: dict[str, Any] | None = None
+    for i, step in enumerate(trace, 1):
+        label = "<Initial predicate>" if step["action"] == "Init" else f"<{step['action']}>"
+        out.append(f"State {i}: {label}")
+        for name, value in step["state"].items():
+            changed = prev is not None and prev.get(name) != value
+            mark = "*" if changed else " "
+            out.append(f"{mark}/\\ {name} = {format_value(value)}")
+        out.append("")
+        prev = step["state"]
+    out.append("(* marks the variables the step changed)")
+    return "\n".join(out)
+
+
+def format_summary(o: Any) -> str:
+    lines = []
+    if o.result == "invariant_violated":
+        lines.append(f"Error: Invariant {o.violated_invariant} is violated.")
+        lines.append("Error: The behavior up to this point is:")
+        lines.append(format_trace(o.trace))
+    elif o.result == "deadlock":
+        lines.append("Error: Deadlock reached.")
+        lines.append("Error: The behavior up to this point is:")
+        lines.append(format_trace(o.trace))
+    else:
+        lines.append("Model checking completed. No error has been found.")
+    for name, f in getattr(o, "terminal_findings", {}).items():
+        lines.append(f"Finding: {name} holds in {f['count']:,} states without successor "
+                     f"(not an error; the first one, reached in {len(f['trace']) - 1} steps):")
+        lines.append(format_trace(f["trace"]))
+    lines.append(f"{o.states_generated:,} states generated, {o.distinct_states:,} distinct states found. "
+                 f"The depth of the complete state graph search is {o.depth}.")
+    lines.append(f"Run {o.run_id} in {o.seconds:.1f}s" + (" (stored result)" if o.from_cache else "")
+                 + (f", resumed from depth {o.resumed_from_depth}" if o.resumed_from_depth else ""))
+    lines.append(f"Fingerprints: {o.fingerprint}")
+    for name, path in o.tables.items():
+        lines.append(f"  {name:8s} {path}")
+    return "\n".join(lines)

@@ -1,0 +1,112 @@
+"""A Spark standalone cluster on loopback: one master and N workers, each its own JVM, started from
+the scripts and jars the pyspark package ships (``bin/spark-class``). For tests and for trying the
+engine against a real ``spark://`` master on one machine:
+
+    with LocalCluster(workers=2) as c:
+        subprocess.run([sys.executable, "-m", "engine", "check", "counter", "--master", c.master_url])
+
+Executors run on the workers, not in the driver: everything they read or write must be at a path
+they see. On one machine the warehouse's absolute path is that; on a real cluster it must be a
+shared filesystem or object store mount (a Unity Catalog volume on Databricks).
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import engine.runtime.java as java_runtime
+
+__all__ = ["LocalCluster", "spark_home"]
+
+
+def spark_home() -> Path:
+    import pyspark
+    return Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalCluster:
+    def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1536m", log_dir: Path | None = None,
+                 timeout: float = 180.0):
+        self.workers, self.cores, self.memory, self.timeout = workers, cores, memory, timeout
+        self.log_dir = Path(log_dir or Path.cwd() / "spark-cluster-logs")
+        self.port = _free_port()
+        self.master_url = f"spark://127.0.0.1:{self.port}"
+        self.procs: list[subprocess.Popen] = []
+        self.env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+                    "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1"}
+        # The master, the workers and their executors on the Java the driver runs on (engine.runtime.java).
+        java_home = java_runtime.chosen()
+        if java_home is not None:
+            self.env["JAVA_HOME"] = str(java_home)
+
+    def _start(self, name: str, *args: str) -> subprocess.Popen:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_dir / f"{name}.log", "w")
+        cmd = [str(spark_home() / "bin" / "spark-class"), *args]
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def _wait_for(self, name: str, pattern: str, count: int = 1) -> None:
+        deadline = time.time() + self.timeout
+        path = self.log_dir / f"{name}.log"
+        while time.time() < deadline:
+            text = path.read_text(errors="replace") if path.exists() else ""
+            if len(re.findall(pattern, text)) >= count:
+                return
+            dead = [p for p in self.procs if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"a cluster process exited ({dead[0].args[1:3]}, code {dead[0].returncode}); "
+                                   f"see {self.log_dir}")
+            time.sleep(0.5)
+        raise TimeoutError(f"cluster: no '{pattern}' x{count} in {path} after {self.timeout:.0f}s")
+
+    def start(self) -> "LocalCluster":
+        try:
+            self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                        "--port", str(self.port), "--webui-port", str(_free_port()))
+            self._wait_for("master", r"I have been elected leader")
+            for i in range(self.workers):
+                work = self.log_dir / f"worker-{i}-work"
+                self._start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", self.master_url,
+                            "--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
+                            "--webui-port", str(_free_port()), "--work-dir", str(work))
+            self._wait_for("master", r"Registering worker", self.workers)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every JVM this cluster started (its own process groups: the workers' executors too)."""
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.procs = []
+
+    def __enter__(self) -> "LocalCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

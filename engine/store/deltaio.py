@@ -1,0 +1,61 @@
+"""Reading a run's Delta tables into Spark: natively through the Delta Lake connector where its
+classes are on Spark's classpath (Databricks, or a session started with delta-spark's jars), else
+through delta-rs, which lists the table's current Parquet files for Spark to read. Both see the
+same table: delta-rs resolves the log exactly as the connector does (adds minus removes).
+
+``SSE_DELTA=native`` or ``SSE_DELTA=delta-rs`` forces one path; the default, ``auto``, probes.
+"""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+from deltalake import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from engine.errors import UsageError, WarehouseError
+
+__all__ = ["delta_mode", "read_delta"]
+
+_CONNECTOR_CLASS = "io.delta.tables.DeltaTable"
+
+
+def delta_mode(spark: SparkSession) -> str:
+    """``native`` when the Delta connector can read and write for this session, else ``delta-rs``."""
+    forced = os.environ.get("SSE_DELTA", "auto")
+    if forced not in ("auto", "native", "delta-rs"):
+        raise UsageError(f"SSE_DELTA={forced!r}: expected auto, native or delta-rs")
+    if forced != "auto":
+        return forced
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:  # Spark Connect (Databricks serverless): no JVM handle, and Delta is built in
+        return "native"
+    try:
+        jvm.java.lang.Class.forName(_CONNECTOR_CLASS, False, jvm.Thread.currentThread().getContextClassLoader())
+    except Exception:
+        return "delta-rs"
+    return "native"
+
+
+def read_delta(spark: SparkSession, path: str, schema: StructType | None = None) -> DataFrame:
+    """The table's current rows as a DataFrame; ``schema`` types an empty table."""
+    if delta_mode(spark) == "native":
+        try:
+            return spark.read.format("delta").load(path)
+        except Exception as exc:
+            if "DATA_SOURCE_NOT_FOUND" in str(exc):
+                raise WarehouseError(f"{path}: SSE_DELTA=native, but the Delta Lake connector is not on "
+                                     "Spark's classpath (use SSE_DELTA=auto or delta-rs)") from None
+            raise
+    try:
+        dt = DeltaTable(path)
+        files = dt.file_uris()
+    except Exception as exc:
+        raise WarehouseError(f"{path}: not a readable Delta table ({exc})") from None
+    if not files:
+        return spark.createDataFrame([], schema or from_arrow_schema(pa.schema(dt.schema().to_arrow())))
+    reader = spark.read.schema(schema) if schema is not None else spark.read
+    return reader.parquet(*files)
