@@ -6,6 +6,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_MODELS = Path(__file__).resolve().parent / "models"
+# TLC's outputs the tests compare with (traces, figures, coverage), kept in the repository.
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # The suite's commands run in their own processes, never on an engine server a developer left up
 # (tests/test_server.py starts its own).
 os.environ["SSE_SERVER"] = "off"
@@ -46,36 +48,35 @@ def short_run_env(**extra):
     return {"SSE_JAVA_OPTIONS": SHORT_RUN_JAVA_OPTIONS, **os.environ, "PYTHONPATH": str(ROOT), **extra}
 
 
-def load_pipeline(name):
-    """The module of ``pipelines/<name>.py`` (the pipelines are scripts, not a package)."""
+def load_script(folder, name):
+    """The module of ``<folder>/<name>.py`` (the benchmarks are scripts, not a package)."""
     import importlib.util
     import sys
-    spec = importlib.util.spec_from_file_location(name, ROOT / "pipelines" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # (a module's dataclasses look their module up there)
     spec.loader.exec_module(module)
     return module
 
 
-def seen_index_everywhere(monkeypatch, rows_per_partition: int, run_max: int) -> list[int]:
-    """Every level anti-joined against the seen index (engine.search.seen), small levels too, with at most two
-    fragments, its sorted runs partitioned anew past ``run_max`` fingerprints and at most 2 committed
-    states' fingerprints held on the driver (PENDING_MAX); the list returned gets the index's
-    partitions after each re-partition."""
-    import engine.search.arrow_level as arrow_level
-    import engine.search.loop as checker
+def setting_args(**settings) -> list[str]:
+    """The command line's ``--setting NAME=VALUE`` options for these settings (engine.settings)."""
+    return [a for name, value in settings.items()
+            for a in ("--setting", f"{name}={int(value) if isinstance(value, bool) else value}")]
+
+
+def seen_index_everywhere(monkeypatch, rows_per_partition: int, run_max: int) -> tuple[dict, list[int]]:
+    """Settings that put every level through the seen index (engine.search.seen), small levels too,
+    with at most two fragments, its sorted runs partitioned anew past ``run_max`` fingerprints and at
+    most 2 committed states' fingerprints held on the driver (pending_max); and the list that gets the
+    index's partitions after each re-partition."""
     import engine.search.seen as seen
-    monkeypatch.setattr(seen, "INDEX_FROM", 0)
-    monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 0)
-    monkeypatch.setattr(seen, "MAX_FRAGMENTS", 2)
-    monkeypatch.setattr(checker, "ROWS_PER_PARTITION", rows_per_partition)
-    monkeypatch.setattr(seen, "MIN_PARTITIONS", 1)
-    monkeypatch.setattr(seen, "RUN_MAX", run_max)
-    monkeypatch.setattr(seen, "PENDING_MAX", 2)
+    settings = dict(index_from=0, driver_seen_max=0, max_fragments=2, rows_per_partition=rows_per_partition,
+                    min_partitions=1, run_max=run_max, pending_max=2)
     parts = []
     real = seen.SeenIndex._repartition
     monkeypatch.setattr(seen.SeenIndex, "_repartition", lambda self: real(self) or parts.append(self.partitions))
-    return parts
+    return settings, parts
 
 
 def run_cli(capsys, *argv):

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 import bk_v413_reference as ref
-from conftest import load_pipeline, run_cli
+from conftest import FIXTURES, run_cli
 
 MODEL = "bookkeeper_v4_13"
-TLC_TRACE = Path("/work/shared/oracle/traces/bk_v413.txt")
+# TLC's counterexample for the oracle's bk_v413 configuration, as TLC printed it.
+TLC_TRACE = FIXTURES / "tlc" / "bk_v413.txt"
 
 
 def check(capsys, tmp_path, *args):
@@ -120,7 +121,7 @@ def _compiled(spark, constants):
 
 @pytest.mark.long
 def test_tlc_counterexample_replays_through_the_sql(spark):
-    """Fixture test from TLC's own 20-state counterexample (shared/oracle/traces/bk_v413.txt): from
+    """Fixture test from TLC's own 20-state counterexample (fixtures/tlc/bk_v413.txt): from
     each of TLC's states the SQL action TLC names yields TLC's next state, and of the cfg's
     invariants only NoDivergenceBetweenWriterAndMetaData fails, in the last state only."""
     from engine.search.expand import PARENT_TYPE
@@ -141,21 +142,3 @@ def test_tlc_counterexample_replays_through_the_sql(spark):
     held = states.selectExpr(*[f"{cm.invariant_exprs[n]} AS `{n}`" for n in names]).collect()
     assert names == ref.INVARIANTS
     assert [[n for n in names if not r[n]] for r in held] == [[]] * 19 + [["NoDivergenceBetweenWriterAndMetaData"]]
-
-
-def test_every_action_s_generated_methods_are_under_hotspot_s_limit(spark, model_copy, capsys):
-    """pipelines/method_sizes.py over the model's actions: with its one-row generator taken out,
-    W2CompletesReadSuccessfully's stage puts its filter and its new state's projection into one
-    method over the session's 8,000 bytes (Spark would run it operator by operator), and it is the
-    one action reported over; every other action (six of them split the same way) is under."""
-    path = model_copy / "actions_sql" / MODEL / "W2CompletesReadSuccessfully.sql"
-    text = path.read_text()
-    split = "    FROM counted LATERAL VIEW explode(array(0)) AS _split"
-    assert text.count(split) == 1
-    path.write_text(text.replace(split, "    FROM counted"))
-    assert load_pipeline("method_sizes").main([MODEL, "--config", "bk_v413_rrf", "--models", str(model_copy)], spark=spark) == 1
-    out = capsys.readouterr().out
-    assert "(the session's limit: 8,000)" in out
-    flagged = [line.split()[0] for line in out.splitlines() if line.endswith("OVER")]
-    assert flagged == ["W2CompletesReadSuccessfully"]
-    assert out.rstrip().endswith("1 of 25 actions over the limit: W2CompletesReadSuccessfully")

@@ -7,7 +7,9 @@ import pytest
 
 from deltalake import DeltaTable
 
-from conftest import TEST_MODELS, run_cli, seen_index_everywhere
+from engine.settings import Settings
+
+from conftest import TEST_MODELS, run_cli, seen_index_everywhere, setting_args
 
 
 def bfs(steps, max_, limit=99, cap=99, deadlock=True):
@@ -49,9 +51,9 @@ def bfs(steps, max_, limit=99, cap=99, deadlock=True):
     return {"result": "ok", "distinct": len(seen), "generated": generated, "depth": depth}
 
 
-def check(capsys, tmp_path, *args):
-    code, out, err = run_cli(capsys, "--models", str(TEST_MODELS), "check", "counter",
-                             "--warehouse", str(tmp_path / "wh"), "--json", *args)
+def check(capsys, tmp_path, *args, settings=None):
+    code, out, err = run_cli(capsys, "--models", str(TEST_MODELS), *setting_args(**(settings or {})), "check",
+                             "counter", "--warehouse", str(tmp_path / "wh"), "--json", *args)
     assert out.strip(), err
     return code, json.loads(out), err
 
@@ -128,17 +130,17 @@ def test_completed_run_is_not_recomputed(capsys, tmp_path):
 
 
 def test_levels_split_over_many_partitions_give_the_same_search(capsys, tmp_path, monkeypatch, spark):
-    """A level's shuffles get a partition per ROWS_PER_PARTITION successors; at one successor a
+    """A level's shuffles get a partition per ``rows_per_partition`` successors; at one successor a
     partition the counts, depth and shortest trace are unchanged, and the session's setting is
     restored afterwards."""
-    import engine.search.loop as checker
     before = spark.conf.get("spark.sql.shuffle.partitions")
-    monkeypatch.setattr(checker, "ROWS_PER_PARTITION", 1)
+    one = {"rows_per_partition": 1, "level_path": "spark"}
     code, res, _ = check(capsys, tmp_path, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
-                         "--set", "Limit=5")
+                         "--set", "Limit=5", settings=one)
     want = bfs({1, 2}, 8, limit=5, deadlock=False)
     assert code == 12 and len(res["trace"]) == want["trace_length"]
-    code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
+    code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6",
+                         settings=one)
     want = bfs({1, 2}, 6, deadlock=False)
     assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
         (want["distinct"], want["generated"], want["depth"])
@@ -146,7 +148,7 @@ def test_levels_split_over_many_partitions_give_the_same_search(capsys, tmp_path
 
 
 def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
-    """Above INDEX_FROM seen states a level is anti-joined against the cached, hash-partitioned seen
+    """Above ``index_from`` seen states a level is anti-joined against the cached, hash-partitioned seen
     index (engine.search.seen) instead of the stored files. Used from the first level, merged as levels
     come, with at most 3 fingerprints a partition's sorted run (so the index is partitioned anew
     as levels grow), the counts, depth and shortest trace are those of the reference search. Every
@@ -158,15 +160,16 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
         real = getattr(seen.SeenIndex, name)
         monkeypatch.setattr(seen.SeenIndex, name,
                             lambda self, states, real=real: calls.append(1) or real(self, states))
-    parts = seen_index_everywhere(monkeypatch, rows_per_partition=3, run_max=3)
-    code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6")
+    index, parts = seen_index_everywhere(monkeypatch, rows_per_partition=3, run_max=3)
+    code, res, _ = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=6",
+                         settings=index)
     want = bfs({1, 2}, 6, deadlock=False)
     assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
         (want["distinct"], want["generated"], want["depth"])
     assert len(calls) == want["depth"]  # every level expanded, the last one included
     assert parts == sorted(parts) and parts  # partitioned anew as the levels grew
     code, res, _ = check(capsys, tmp_path, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
-                         "--set", "Limit=5")
+                         "--set", "Limit=5", settings=index)
     want = bfs({1, 2}, 8, limit=5, deadlock=False)
     assert code == 12 and len(res["trace"]) == want["trace_length"]
 
@@ -179,10 +182,11 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     other's stored level and seen states), and every level on the driver with the constraint and
     invariants evaluated on the new states in a job of their own (as for large levels) give the
     reference's counts, deadlock and violation. Over the same large levels with repeats blanked in the
-    actions' job (``ANNOTATE_BLANKED_INLINE``), the invariants stay in that job: no second job.
+    actions' job (``annotate_blanked_inline``), the invariants stay in that job: no second job.
     Driver levels run the union planned once per run (engine.search.expand.HeldExpansion), or with
-    SSE_FIXED_PLAN=0 the union planned again for each level: both give the same search. Small levels' jobs run interpreted (INTERPRET_BELOW), the alternating
-    variant's compiled: the same search. In the alternating variant each Spark level reads its
+    ``fixed_plan`` off the union planned again for each level: both give the same search. Small
+    levels' jobs run interpreted (``interpret_below``), the alternating variant's compiled: the same
+    search. In the alternating variant each Spark level reads its
     frontier from the driver's copy of the level before (``_driver_frontier``)."""
     import engine.search.loop as checker
     import engine.search.expand as expand
@@ -202,39 +206,32 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     real_annotate = checker._Search._annotate_arrow
     monkeypatch.setattr(checker._Search, "_annotate_arrow",
                         lambda self, *a, **k: annotated.append(1) or real_annotate(self, *a, **k))
-    inline, broadcast, interpret = checker.INLINE_ANNOTATION, checker.BROADCAST_ROWS, checker.INTERPRET_BELOW
-    narrow = checker.NARROW_ON_DRIVER
     auto = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     try:
-        for tag, on_driver, inline_rows, broadcast_rows, fixed, interpret_rows, blanked_inline in (
-                ("spark", lambda self, depth, n: False, inline, broadcast, "1", interpret, True),
-                ("spark_shuffled", lambda self, depth, n: False, inline, 0, "1", interpret, True),
-                ("alternating", lambda self, depth, n: depth % 2 == 0, inline, broadcast, "1", -1, True),
-                ("annotated_after", lambda self, depth, n: True, 0, broadcast, "1", interpret, False),
-                ("blanked_inline", lambda self, depth, n: True, 0, broadcast, "1", interpret, True),
-                ("per_level_plan", lambda self, depth, n: True, inline, broadcast, "0", interpret, True)):
-            monkeypatch.setenv("SSE_FIXED_PLAN", fixed)
+        for tag, settings in (
+                ("spark", {"level_path": "spark"}),
+                ("spark_shuffled", {"level_path": "spark", "broadcast_rows": 0, "narrow_on_driver": 0}),
+                ("alternating", {"level_path": "alternate", "interpret_below": -1}),
+                ("annotated_after", {"level_path": "driver", "inline_annotation": 0,
+                                     "annotate_blanked_inline": False}),
+                ("blanked_inline", {"level_path": "driver", "inline_annotation": 0}),
+                ("per_level_plan", {"level_path": "driver", "fixed_plan": False})):
             for spied in (held_calls, copies, annotated, shared):
                 spied.clear()
-            monkeypatch.setattr(checker._Search, "_on_driver", on_driver)
-            monkeypatch.setattr(checker, "INLINE_ANNOTATION", inline_rows)
-            monkeypatch.setattr(checker, "ANNOTATE_BLANKED_INLINE", blanked_inline)
-            monkeypatch.setattr(checker, "BROADCAST_ROWS", broadcast_rows)
-            monkeypatch.setattr(checker, "INTERPRET_BELOW", interpret_rows)
-            monkeypatch.setattr(checker, "NARROW_ON_DRIVER", 0 if tag == "spark_shuffled" else narrow)
             # Spark would broadcast so small a table of its own accord: not in the shuffled variant.
-            spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1" if broadcast_rows == 0 else auto)
+            spark.conf.set("spark.sql.autoBroadcastJoinThreshold",
+                           "-1" if settings.get("broadcast_rows") == 0 else auto)
             code, res, err = check(capsys, tmp_path / tag, "--config", "no_deadlock", "--set", "Steps=1,3",
-                                   "--set", "Max=9", "--set", "Cap=6")
+                                   "--set", "Max=9", "--set", "Cap=6", settings=settings)
             want = bfs({1, 3}, 9, cap=6, deadlock=False)
             assert code == 0, err
             assert "planning each level" not in err  # the held plan did not fall back
             assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
                 (want["distinct"], want["generated"], want["depth"])
-            code, res, _ = check(capsys, tmp_path / tag, "--set", "Steps=1,2", "--set", "Max=5")
+            code, res, _ = check(capsys, tmp_path / tag, "--set", "Steps=1,2", "--set", "Max=5", settings=settings)
             assert code == 11 and len(res["trace"]) == bfs({1, 2}, 5)["trace_length"]
             code, res, _ = check(capsys, tmp_path / tag, "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
-                                 "--set", "Limit=5")
+                                 "--set", "Limit=5", settings=settings)
             assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
             # Driver levels used the held plan unless it was turned off; Spark levels never do.
             assert bool(held_calls) == (tag in ("alternating", "annotated_after", "blanked_inline")), \
@@ -289,7 +286,7 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
     model = load_model("tokens", TEST_MODELS)
     declare_constants(spark, model, {"Procs": ["p1", "p2", "p3"], "Max": 2, "LogLen": 3})
     cm = compile_model(spark, model)
-    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
+    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields], using="row-bytes")
 
     def finish(union, annotate):
         return union.coalesce(2).selectExpr("*", f"{fp1} AS _fp", f"{fp2} AS _fp2")
@@ -319,12 +316,11 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
         return sorted(t.to_pylist(), key=lambda r: (r["_parent_ord"], r["_key"], r["_fp"]))
 
     # One file, two (B's one state leaves one empty) and three: each task runs every action over
-    # its own file; or (SSE_BY_PART=0) one file and the union's partitions coalesced into two tasks.
-    for by_part, parts, layout in (("1", 1, "by part"), ("1", 2, "by part"), ("1", 3, "by part"),
-                                   ("0", 2, "coalesced")):
-        monkeypatch.setenv("SSE_BY_PART", by_part)
+    # its own file; or (by_part off) one file and the union's partitions coalesced into two tasks.
+    for by_part, parts, layout in ((True, 1, "by part"), (True, 2, "by part"), (True, 3, "by part"),
+                                   (False, 2, "coalesced")):
         held = HeldExpansion(spark, cm, tmp_path / "_frontier" / "leaf", finish, "test_held_frontier",
-                             parts=parts, tasks=2, binary=binary, **switch)
+                             parts=parts, tasks=2, binary=binary, settings=Settings(by_part=by_part), **switch)
         assert held.switched == switched
         try:
             for frontier in (a, b, a):
@@ -334,7 +330,7 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
                     assert rows(got) == rows(fresh(frontier))
             assert held.layout == layout
             assert sorted(p.name for p in (tmp_path / "_frontier" / "leaf").iterdir()) == \
-                [f"part-{j:05d}.{'arrow' if binary else 'json'}" for j in range(parts if by_part == "1" else 1)]
+                [f"part-{j:05d}.{'arrow' if binary else 'json'}" for j in range(parts if by_part else 1)]
         finally:
             held.close()
         assert not (tmp_path / "_frontier").exists()
@@ -400,7 +396,7 @@ def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark, monkeypat
     (``HeldRows``) and run again over each new frontier: over frontier A, then B, then A it gives
     what the union planned afresh over each gives. A frontier of another number of partitions is
     refused, naming both numbers. The branches' code generated on two threads or on one
-    (SSE_PLANNING_THREADS) gives each partition the same rows."""
+    (the setting ``planning_threads``) gives each partition the same rows."""
     import pytest
     from pyspark.errors import IllegalArgumentException
     from pyspark.sql import functions as F
@@ -447,15 +443,14 @@ def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark, monkeypat
     real_pool = expand.ThreadPoolExecutor
     monkeypatch.setattr(expand, "ThreadPoolExecutor", lambda n: pools.append(n) or real_pool(n))
     by_partition = {}
-    for threads in ("1", "2"):
-        monkeypatch.setenv("SSE_PLANNING_THREADS", threads)
-        by_part = union_by_part(spark, fresh(grouped))
+    for threads in (1, 2):
+        by_part = union_by_part(spark, fresh(grouped), threads=threads)
         assert by_part is not None and int(by_part._jdf.queryExecution().analyzed().rdd().getNumPartitions()) == 2
         assert rows(by_part) == rows(fresh(grouped))
         by_partition[threads] = sorted(map(tuple, by_part.selectExpr(
             "spark_partition_id() AS p", "to_json(struct(*)) AS j").collect()))
-        assert pools == ([] if threads == "1" else [2])  # the tokens model's three actions, two at a time
-    assert by_partition["1"] == by_partition["2"] and {p for p, _ in by_partition["2"]} == {0, 1}
+        assert pools == ([] if threads == 1 else [2])  # the tokens model's three actions, two at a time
+    assert by_partition[1] == by_partition[2] and {p for p, _ in by_partition[2]} == {0, 1}
     held = HeldRows(spark, 2, grouped.schema)
     union = union_by_part(spark, fresh(held.leaf))
     held.hold(union)
@@ -503,13 +498,14 @@ def test_small_levels_build_task_projections_interpreted(capsys, tmp_path, monke
         return real(self, frontier, annotate, tasks)
 
     monkeypatch.setattr(checker.HeldExpansion, "successors", successors)
-    monkeypatch.setattr(checker, "INTERPRET_BELOW", 60)  # levels of up to 60 successors are small
     if session_mode is None:
         spark.conf.unset(checker.FACTORY_MODE)
     else:
         spark.conf.set(checker.FACTORY_MODE, session_mode)
     try:
-        code, res, err = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=9")
+        # levels of up to 60 successors are small
+        code, res, err = check(capsys, tmp_path, "--config", "no_deadlock", "--set", "Steps=1,2", "--set", "Max=9",
+                               settings={"interpret_below": 60})
         assert code == 0, err
         assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
             (want["distinct"], want["generated"], want["depth"])
@@ -611,19 +607,18 @@ def test_new_states_are_spread_only_where_their_partitions_are_uneven(capsys, tm
     assert checker.needs_spread([0, 0], 2) is False
     assert checker.needs_spread([50, 50], 4) is True      # the next level wants more partitions
     assert checker.needs_spread([10, 10, 10, 10], 2) is True
-    monkeypatch.setattr(checker, "ARROW_LEVEL_BYTES", 0)
     want = bfs({1, 2}, 9, deadlock=False)
     decisions = []
     real = checker.needs_spread
     monkeypatch.setattr(checker, "needs_spread",
-                        lambda found_in, parts: decisions.append((list(found_in), parts, real(found_in, parts)))
+                        lambda found_in, parts, skew: decisions.append((list(found_in), parts,
+                                                                        real(found_in, parts, skew)))
                         or decisions[-1][2])
     stored = {}
     for skew in (0.0, 1e9):  # every uneven level spread; only a change in the number of partitions
-        monkeypatch.setattr(checker, "SPREAD_SKEW", skew)
         decisions.clear()
         code, res, err = check(capsys, tmp_path / str(skew), "--config", "no_deadlock", "--set", "Steps=1,2",
-                               "--set", "Max=9")
+                               "--set", "Max=9", settings={"arrow_level_bytes": 0, "spread_skew": skew})
         assert code == 0, err
         assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
             (want["distinct"], want["generated"], want["depth"])
@@ -645,20 +640,18 @@ def test_new_states_are_spread_only_where_their_partitions_are_uneven(capsys, tm
 
 @pytest.mark.parametrize("spark_levels", [False, True], ids=["driver levels", "Spark levels"])
 def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, monkeypatch, spark_levels):
-    """A level validated, written and committed while the next one runs (checker.PIPELINE) leaves the
+    """A level validated, written and committed while the next one runs (settings.pipeline) leaves the
     same states, levels and Delta history as one finished in line, and its progress line follows
     its commit: levels finished on the driver, and levels Spark finishes (whose Parquet is written
     while the next level is planned). Small levels finished on the driver are validated in batches
-    of consecutive levels (checker.VALIDATE_BATCH: one run of the suite a batch), each then written
+    of consecutive levels (settings.validate_batch: one run of the suite a batch), each then written
     and committed in order, and all of them before a level that Spark finishes reads the store. A
     level Spark finished is written once the next Spark level's narrow columns are collected
-    (checker.DEFER_WRITE), or as it ends."""
+    (settings.defer_write), or as it ends."""
     import engine.search.loop as checker
     from engine.search.invariants import InvariantSuite
     want = bfs({1, 2}, 9, deadlock=False)
     stored = {}
-    if spark_levels:
-        monkeypatch.setattr(checker, "ARROW_LEVEL_BYTES", 0)
     persisted = []
     real_persist = checker._Search._persist
 
@@ -683,7 +676,6 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
         return real_validate(self, table)
 
     monkeypatch.setattr(InvariantSuite, "validate_arrow", validate_arrow)
-    monkeypatch.setattr(checker, "VALIDATE_BATCH_LEVELS", 4)
     # Spark levels: the first reads its frontier from the store, the others the level before's kept
     # states, all through the union planned once (engine.search.expand.HeldRows).
     calls = []
@@ -700,13 +692,13 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
 
     monkeypatch.setattr(checker._Search, "_spark_level", spark_level)
     for pipeline, batched in ((True, True), (True, False), (False, False)):
-        monkeypatch.setattr(checker, "PIPELINE", pipeline)
-        monkeypatch.setattr(checker, "VALIDATE_BATCH", batched)
-        monkeypatch.setattr(checker, "DEFER_WRITE", batched)  # (both ways where pipelined)
+        # (defer_write both ways where pipelined)
+        settings = {"pipeline": pipeline, "validate_batch": batched, "defer_write": batched, "validate_batch_levels": 4,
+                    **({"arrow_level_bytes": 0} if spark_levels else {})}
         for spied in (persisted, calls, batches, suite_runs):
             spied.clear()
         code, res, err = check(capsys, tmp_path / f"{pipeline}{batched}", "--config", "no_deadlock", "--set", "Steps=1,2",
-                               "--set", "Max=9")
+                               "--set", "Max=9", settings=settings)
         assert code == 0, err
         steps = [c for c in calls if isinstance(c, str)]
         if spark_levels:

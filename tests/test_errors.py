@@ -108,8 +108,8 @@ def test_an_action_failing_at_run_time_names_its_file(capsys, tmp_path, monkeypa
     assert "SELECT x + s AS x," in text
     step.write_text(text.replace("SELECT x + s AS x,", "SELECT x + s + IF(x >= 2, 1 / 0, 0) AS x,"))
     line = step.read_text()[:step.read_text().index("1 / 0")].count("\n") + 1
-    monkeypatch.setenv("SSE_FIXED_PLAN", held)
-    code, out, err = run_cli(capsys, "--models", str(models), "check", "counter", "--warehouse", str(tmp_path / "wh"))
+    code, out, err = run_cli(capsys, "--models", str(models), "--setting", f"fixed_plan={held}", "check", "counter",
+                             "--warehouse", str(tmp_path / "wh"))
     assert code == 2, err
     assert f"error: {step}:{line}: the model's SQL failed while computing depth 3: [DIVIDE_BY_ZERO]" in err
     assert "Traceback" not in err and "planning each level" not in err

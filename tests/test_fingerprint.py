@@ -11,6 +11,7 @@ import engine.search.fingerprint as fingerprint
 import engine.runtime.jvm_ext as jvm_ext
 from engine.errors import EngineError, UsageError
 from engine.search.fingerprint import fingerprint_sql
+from engine.settings import Settings
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, StringType, StructType
 
@@ -24,8 +25,9 @@ def fps(spark, rows, types, ddl, using=None):
 
 
 def test_the_engine_fingerprints_with_its_jvm_function_by_default(spark):
-    assert fingerprint.scheme() == fingerprint.ROW_BYTES
-    a, b = fingerprint_sql([("p", IntegerType())])
+    assert fingerprint.scheme(Settings(), spark) == fingerprint.ROW_BYTES
+    assert fingerprint.scheme(Settings(fingerprint="json"), spark) == fingerprint.JSON
+    a, b = fingerprint_sql([("p", IntegerType())], using=fingerprint.ROW_BYTES)
     assert a == "xxhash64(sse_row_bytes(named_struct('p', `p`)))" and "sse_row_bytes" in b
     # one field, null bits (8 bytes), the value's 8-byte slot; the int 7 little-endian
     assert bytes(spark.sql("SELECT sse_row_bytes(7)").first()[0]) == bytes(8) + (7).to_bytes(8, "little")
@@ -92,56 +94,57 @@ def test_one_value_one_fingerprint_however_spark_holds_it(spark, tmp_path, using
     assert got[0] == got[2] == got[4] and got[1] == got[3] and got[0] != got[1], got
 
 
-def test_the_scheme_is_part_of_the_run_id(monkeypatch):
-    from engine.model.loader import load_model, resolve_run
-    spec = resolve_run(load_model("counter", TEST_MODELS), None, ["Max=3"], None, None)
-    by_bytes = spec.run_id
-    monkeypatch.setenv(fingerprint.ENV, "json")
-    assert fingerprint.scheme() == fingerprint.JSON and spec.run_id != by_bytes
-    monkeypatch.setenv(fingerprint.ENV, "md5")
-    with pytest.raises(UsageError, match=r"SSE_FINGERPRINT='md5': the fingerprint scheme is one of row-bytes, json"):
-        spec.run_id
+def test_an_unknown_scheme_is_refused():
+    with pytest.raises(UsageError, match=r"SSE_FINGERPRINT='md5': expected one of row-bytes, json"):
+        Settings.from_env({"SSE_FINGERPRINT": "md5"})
 
 
 def test_without_a_jdk_the_function_cannot_be_compiled(tmp_path, monkeypatch):
     monkeypatch.setattr(jvm_ext, "_jar", None)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setenv(jvm_ext.ENV, str(tmp_path / "cache"))
     with pytest.raises(EngineError, match=r"no Java compiler \(javac\).*RowBytes.java.*needs a JDK"):
-        jvm_ext.jar()
+        jvm_ext.jar(Settings(jvm_ext=tmp_path / "cache"))
     assert not (tmp_path / "cache").exists()
 
 
 def test_the_jar_is_compiled_once_per_source_and_pyspark(tmp_path, monkeypatch):
     monkeypatch.setattr(jvm_ext, "_jar", None)
-    monkeypatch.setenv(jvm_ext.ENV, str(tmp_path))
-    made = jvm_ext.jar()
+    made = jvm_ext.jar(Settings(jvm_ext=tmp_path))
     assert made.parent == tmp_path and made.name.startswith("sse-ext-") and made.suffix == ".jar"
     assert [p.name for p in tmp_path.iterdir()] == [made.name]  # nothing half-written left
     import zipfile
     assert "sse/RowBytes.class" in zipfile.ZipFile(made).namelist()
     stamp = made.stat().st_mtime_ns
     monkeypatch.setattr(jvm_ext, "_jar", None)
-    assert jvm_ext.jar() == made and made.stat().st_mtime_ns == stamp
+    assert jvm_ext.jar(Settings(jvm_ext=tmp_path)) == made and made.stat().st_mtime_ns == stamp
 
 
 def test_a_search_finds_the_same_states_in_either_scheme(tmp_path):
     """The counter model checked in its own JVM with JSON fingerprints and with the default: the
-    same figures, under two run ids."""
+    same figures. A run keeps the scheme it started with (its run.json): run again with the other
+    asked for, it is the stored run that answers, with its own scheme."""
     from platform_util import OK_ARGS
     runs = {}
-    for using in SCHEMES:
+
+    def run(using, wh):
         argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *OK_ARGS,
-                "--warehouse", str(tmp_path / "wh"), "--json", "--quiet"]
-        env = short_run_env(**{fingerprint.ENV: using})
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+                "--warehouse", str(tmp_path / wh), "--json", "--quiet"]
+        done = subprocess.run(argv, capture_output=True, text=True, env=short_run_env(SSE_FINGERPRINT=using),
+                              timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
-        runs[using] = json.loads(done.stdout)
+        return json.loads(done.stdout)
+
+    for using in SCHEMES:
+        runs[using] = run(using, using)
     a, b = runs[fingerprint.ROW_BYTES], runs[fingerprint.JSON]
     assert (a["distinct_states"], a["states_generated"], a["depth"]) == (20, b["states_generated"], 6)
-    assert (b["distinct_states"], b["depth"]) == (20, 6) and a["run_id"] != b["run_id"]
+    assert (b["distinct_states"], b["depth"]) == (20, 6) and a["run_id"] == b["run_id"]
     assert "UnsafeRow" in a["fingerprint"] and "JSON text" in b["fingerprint"]
+    stored = json.loads((tmp_path / fingerprint.JSON / "counter" / b["run_id"] / "run.json").read_text())
+    assert stored["fingerprint"] == fingerprint.JSON
+    again = run(fingerprint.ROW_BYTES, fingerprint.JSON)
+    assert again["from_cache"] and "JSON text" in again["fingerprint"]
 
 
 @pytest.mark.parametrize("using", SCHEMES)

@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 import yaml
 from deltalake import DeltaTable
 
-from conftest import ROOT, run_cli, seen_index_everywhere
+from conftest import setting_args, ROOT, run_cli, seen_index_everywhere
 
 # TLC, LedgerChaining.tla, Clients = {c1,c2,c3}, CONSTRAINT md_next_lid < 4 (shared/oracle/README.md)
 TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH = 375_963, 2_207_914, 40
@@ -104,15 +104,14 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     The seen index (engine.search.seen) from the first level on gives the plain anti-join's figures: as
     sorted runs (engine/runtime/jvm/SortedSeen.java), merged as levels come and partitioned anew as they
     grow, the levels' fingerprints held on the driver or made fragments; first made from the
-    driver's copy of the fingerprints as it lets that copy go; and as the
-    rows' fragments (SSE_SORTED_SEEN=0, the engine without its JVM classes), merged every other
-    level and re-partitioned."""
-    import engine.search.loop as checker
+    driver's copy of the fingerprints as it lets that copy go; and as the rows' fragments
+    (sorted_seen off, the engine without its JVM classes), merged every other level and re-partitioned."""
     import engine.search.seen as seen
 
-    def run(tag):
-        code, out, err = run_cli(capsys, "check", "ledger_chaining", "--warehouse", str(tmp_path / tag),
-                                 "--set", "Clients=c1,c2", "--set", "LedgerLimit=2", "--json", "--quiet")
+    def run(tag, **settings):
+        code, out, err = run_cli(capsys, *setting_args(**settings), "check", "ledger_chaining",
+                                 "--warehouse", str(tmp_path / tag), "--set", "Clients=c1,c2",
+                                 "--set", "LedgerLimit=2", "--json", "--quiet")
         assert code == 0, err[-2000:]
         res = json.loads(out)
         return res["distinct_states"], res["states_generated"], res["depth"]
@@ -120,34 +119,24 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     plain = run("plain")
     # Levels alternating between the driver (engine.search.arrow_level) and Spark's stages: each anti-joins
     # against seen states the other stored.
-    monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: depth % 2 == 1)
-    assert run("alternating") == plain
+    assert run("alternating", level_path="alternate") == plain
     # Sorted runs partitioned anew past 4 fingerprints a run (50 states: from 2 partitions to 32).
-    parts = seen_index_everywhere(monkeypatch, rows_per_partition=20, run_max=4)
-    assert run("index") == plain
+    index, parts = seen_index_everywhere(monkeypatch, rows_per_partition=20, run_max=4)
+    assert run("index", level_path="alternate", **index) == plain
     assert len(parts) >= 3 and parts == sorted(parts)  # the counts above held across every re-partition
     # Every level in Spark, its keys kept there: each level indexed from its candidates in Spark.
-    monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: False)
-    narrow = checker.NARROW_ON_DRIVER
-    monkeypatch.setattr(checker, "NARROW_ON_DRIVER", 0)
-    assert run("index_spark") == plain
-    monkeypatch.setattr(checker, "NARROW_ON_DRIVER", narrow)
-    monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: True)
-    assert run("index_driver") == plain
+    assert run("index_spark", **{**index, "level_path": "spark", "narrow_on_driver": 0}) == plain
+    assert run("index_driver", level_path="driver", **index) == plain
     # The driver lets its copy of the seen fingerprints go past 20 states and the index is first
     # made from that copy (SeenIndex.add_pairs), not from the stored levels: levels on the driver
     # (each level's fingerprints then held on the driver, SeenIndex.hold, none made a fragment),
     # then alternating with Spark's stages (which make the held ones a fragment first).
-    import engine.search.arrow_level as arrow_level
-    monkeypatch.setattr(arrow_level, "DRIVER_SEEN_MAX", 20)
-    monkeypatch.setattr(seen, "PENDING_MAX", 10 ** 6)
+    from_driver = {**index, "driver_seen_max": 20, "pending_max": 10 ** 6}
     made = []
     real = seen.SeenIndex.add_pairs
     monkeypatch.setattr(seen.SeenIndex, "add_pairs", lambda self, *a: made.append(real(self, *a)) or made[-1])
-    assert run("index_from_driver") == plain and made == [True]
-    monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: depth % 2 == 1)
+    assert run("index_from_driver", level_path="driver", **from_driver) == plain and made == [True]
     made.clear()
-    assert run("index_from_driver_alternating") == plain and made == [True]
-    monkeypatch.setenv(seen.SORTED_ENV, "0")
+    assert run("index_from_driver_alternating", level_path="alternate", **from_driver) == plain and made == [True]
     parts.clear()
-    assert run("index_rows") == plain and not parts
+    assert run("index_rows", level_path="alternate", sorted_seen=False, **from_driver) == plain and not parts

@@ -77,13 +77,12 @@ def test_delta_reads_go_through_delta_rs_without_the_connector(counter_ok, monke
     from engine.store.deltaio import delta_mode, read_delta
     from engine.errors import UsageError, WarehouseError
     from engine.runtime.session import get_spark
+    from engine.settings import Settings
     wh, res = counter_ok
     spark = get_spark()
     assert delta_mode(spark) == "delta-rs"  # no io.delta classes here (no Maven to fetch the jars)
     assert read_delta(spark, res["tables"]["states"]).count() == res["distinct_states"]
-    monkeypatch.setenv("SSE_DELTA", "native")
     with pytest.raises(WarehouseError, match="SSE_DELTA=native, but the Delta Lake connector is not on Spark's classpath"):
-        read_delta(spark, res["tables"]["states"])
-    monkeypatch.setenv("SSE_DELTA", "jvm")
-    with pytest.raises(UsageError, match="SSE_DELTA='jvm': expected auto, native or delta-rs"):
-        delta_mode(spark)
+        read_delta(spark, res["tables"]["states"], settings=Settings(delta="native"))
+    with pytest.raises(UsageError, match="SSE_DELTA='jvm': expected one of auto, native, delta-rs"):
+        Settings.from_env({"SSE_DELTA": "jvm"})

@@ -1,4 +1,4 @@
-"""Pulsar topic compaction (compaction.tla) against TLC's figures and traces (shared/oracle), against an
+"""Pulsar topic compaction (compaction.tla) against TLC's figures and traces (fixtures/tlc), against an
 independent Python search for other constants, and the counterexample outputs: TLC-like text, ITF
 (parsed back with itf-py), rows in the run's Delta table, and replay of stored and TLC traces."""
 import json
@@ -8,10 +8,11 @@ import itf_py
 import pytest
 from deltalake import DeltaTable
 
-from conftest import ROOT, run_cli
+from conftest import FIXTURES, run_cli
 from pulsar_reference import explore
 
-ORACLE = ROOT.parent / "shared" / "oracle"
+# TLC's counterexamples for the oracle's configurations, as TLC printed them.
+TRACES = FIXTURES / "tlc"
 MODEL = "pulsar_compaction"
 CONSTS = ["MessageSentLimit", "CompactionTimesLimit", "ModelConsumer", "ConsumeTimesLimit", "KeySpace",
           "ValueSpace", "RetainNullKey", "MaxCrashTimes", "ModelProducer"]
@@ -25,11 +26,11 @@ def check_json(capsys, wh, *args):
 
 def oracle_actions(name):
     from engine.traces.tlc_text import read_tlc_trace
-    return [s["#action"] for s in read_tlc_trace(ORACLE / "traces" / f"{name}.txt")]
+    return [s["#action"] for s in read_tlc_trace(TRACES / f"{name}.txt")]
 
 
 @pytest.mark.parametrize("config, distinct, generated, depth", [
-    ("pc_c2", 45_198, 60_507, 20),     # TLC, shared/oracle/README.md
+    ("pc_c2", 45_198, 60_507, 20),     # TLC's figures for the oracle's configurations
     pytest.param("pc_c3", 276_608, 479_747, 23, marks=pytest.mark.long),
 ])
 def test_oracle_configurations(capsys, tmp_path, config, distinct, generated, depth):
@@ -117,7 +118,7 @@ def test_compacted_ledger_leak_trace_in_three_forms_and_replay(capsys, tmp_path)
     assert rep["steps"][-1]["failed_invariants"] == ["CompactedLedgerLeak"]
     assert all(not s["failed_invariants"] for s in rep["steps"][:-1])
 
-    code, out, _ = run_cli(capsys, "replay", str(ORACLE / "traces" / "pc_c_CompactedLedgerLeak.txt"), "--tlc",
+    code, out, _ = run_cli(capsys, "replay", str(TRACES / "pc_c_CompactedLedgerLeak.txt"), "--tlc",
                            "--model", MODEL, "--config", "pc_c_CompactedLedgerLeak", "--json")
     rep = json.loads(out)
     assert code == 0 and rep["legal"], rep

@@ -8,7 +8,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from conftest import TEST_MODELS, run_cli
+from conftest import TEST_MODELS, run_cli, setting_args
+
+from engine.settings import Settings
 
 
 def _probe(spark, name, pairs):
@@ -22,14 +24,12 @@ def test_the_jvm_set_holds_exactly_what_was_added(spark, tmp_path, monkeypatch, 
     grows several times) are found, in generated code and interpreted; a pair with either half
     changed, or swapped, is not; adding a pair again does not count it twice; a stopped set finds
     nothing. Small levels' pairs go to the JVM in the Py4J call, larger ones through a file."""
-    import engine.search.seen_filter as seen_filter
     from engine.search.loop import interpreted
     from engine.search.seen_filter import SeenFilter
-    monkeypatch.setattr(seen_filter, "BYTES_MAX", 1 << 15 if through == "call" else 0)
     rng = np.random.default_rng(7)
     pairs = [(0, 0), (-(2 ** 63), 2 ** 63 - 1), (1, 0), (0, 1)]
     pairs += [tuple(p) for p in rng.integers(-(2 ** 63), 2 ** 63 - 1, size=(20_000, 2), dtype=np.int64)]
-    seen = SeenFilter(spark, tmp_path)
+    seen = SeenFilter(spark, tmp_path, Settings(seen_filter_call_max=1 << 15 if through == "call" else 0))
     assert seen.on
     seen.add(pa.table({"_fp": [a for a, _ in pairs[:10_000]], "_fp2": [b for _, b in pairs[:10_000]]}))
     seen.add(pa.table({"_fp": [a for a, _ in pairs[5_000:]], "_fp2": [b for _, b in pairs[5_000:]]}))
@@ -73,10 +73,10 @@ def test_new_states_marked_seen_are_refused():
         SeenFilter.check(pa.table({"x": [1, 2], "_seen": [False, True]}))
 
 
-def _check(capsys, tmp_path, model, *args):
+def _check(capsys, tmp_path, model, *args, settings=None):
     models = ["--models", str(TEST_MODELS)] if model == "tokens" else []
-    code, out, err = run_cli(capsys, *models, "check", model, "--warehouse", str(tmp_path / "wh"), "--json",
-                             "--fresh", *args)
+    code, out, err = run_cli(capsys, *models, *setting_args(**(settings or {})), "check", model,
+                             "--warehouse", str(tmp_path / "wh"), "--json", "--fresh", *args)
     assert code == 0, err
     return json.loads(out)
 
@@ -106,8 +106,7 @@ def test_a_search_blanks_successors_seen_before_and_finds_the_same_states(capsys
     assert all(t[column].null_count == 0 for t in kept for column in wide)
 
     outputs.clear()
-    monkeypatch.setenv("SSE_SEEN_FILTER", "0")
-    off = _check(capsys, tmp_path / "off", "ledger_chaining", *small)
+    off = _check(capsys, tmp_path / "off", "ledger_chaining", *small, settings={"seen_filter": False})
     assert outputs and all("_seen" not in t.column_names for t in outputs)
     assert (on["distinct_states"], on["states_generated"], on["depth"]) == \
         (off["distinct_states"], off["states_generated"], off["depth"])
@@ -162,7 +161,7 @@ def test_a_level_keeps_one_row_per_fingerprint_whatever_the_order(spark, tmp_pat
 @pytest.mark.parametrize("where", ["driver", "spark", "spark_in_spark"])
 def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(spark, capsys, tmp_path, monkeypatch, where):
     """Ledger chaining with two clients, repeats within a level blanked (the default) and not
-    (SSE_LEVEL_FILTER=0): the stored states are the same, with the same parent, action and order
+    (``level_filter`` off): the stored states are the same, with the same parent, action and order
     (the first path in TLC's order), for levels finished on the driver, by Spark with the keys on the
     driver, and by Spark alone. On the driver, rows of states not stored before were blanked, and
     each level's rows that kept their columns hold one row a state. Each state is stored with its
@@ -170,10 +169,8 @@ def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(spark, c
     import engine.search.loop as checker
     import engine.search.expand as expand
     from engine.model.loader import load_model
-    if where != "driver":
-        monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: False)
-    if where == "spark_in_spark":
-        monkeypatch.setattr(checker, "NARROW_ON_DRIVER", 0)
+    where_settings = {"driver": {}, "spark": {"level_path": "spark"},
+                      "spark_in_spark": {"level_path": "spark", "narrow_on_driver": 0}}[where]
     outputs = []
     real = expand.HeldExpansion.successors
     monkeypatch.setattr(expand.HeldExpansion, "successors",
@@ -197,10 +194,10 @@ def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(spark, c
     small = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2")
     tables = {}
     for level_filter in ("1", "0"):
-        monkeypatch.setenv("SSE_LEVEL_FILTER", level_filter)
         outputs.clear()
         per_level.clear()
-        res = _check(capsys, tmp_path / level_filter, "ledger_chaining", *small)
+        res = _check(capsys, tmp_path / level_filter, "ledger_chaining", *small,
+                     settings={**where_settings, "level_filter": level_filter == "1"})
         states = DeltaTable(res["tables"]["states"]).to_pyarrow_table()
         tables[level_filter] = states.sort_by([("_depth", "ascending"), ("_ord", "ascending")])
         levels = DeltaTable(res["tables"]["levels"]).to_pyarrow_table(columns=["depth", "new_states"]).to_pylist()

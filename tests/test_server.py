@@ -218,12 +218,12 @@ def test_ctrl_c_on_the_server_stops_it_after_the_command_it_runs(tmp_path):
 
 
 def test_versus_tlc_hands_the_engines_runs_to_a_server_of_its_own(tmp_path):
-    """``pipelines/versus_tlc.py --server``: the server it starts runs the engine's check (the figures
+    """``benchmarks/versus_tlc.py --server``: the server it starts runs the engine's check (the figures
     of the counter's breadth-first search, one more command served), the command's CPU seconds
     include the server's over it, a command the server would not run is refused with the client's
     reason rather than timed as a cold run, and ``stop`` ends the server."""
-    from conftest import load_pipeline
-    vs = load_pipeline("versus_tlc")
+    from conftest import load_script
+    vs = load_script("benchmarks", "versus_tlc")
     srv = vs.EngineServer(tmp_path, TEST_MODELS)
     try:
         assert srv.served() == 0

@@ -7,6 +7,7 @@ import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
 import engine.search.seen as seen
+from engine.settings import Settings
 
 SCHEMA = StructType([StructField("_fp", LongType(), False), StructField("_fp2", LongType(), False),
                      StructField("_i", LongType(), False)])
@@ -50,10 +51,10 @@ def _jobs(spark):
     return max(spark.sparkContext.statusTracker().getJobIdsForGroup(), default=-1)
 
 
-def _found_on_the_driver(index, probe, monkeypatch, here):
+def _found_on_the_driver(index, probe, here):
     """The probe's positions ``SeenIndex.unseen_table`` keeps: looked up in this JVM's copy of the
     runs (``here``) or by a job."""
-    monkeypatch.setattr(seen, "HERE_MAX", 10 ** 6 if here else 0)
+    index.settings = index.settings.replace(here_max=10 ** 6 if here else 0)
     return index.unseen_table(_table(probe))["_i"].to_pylist()
 
 
@@ -63,13 +64,10 @@ def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, tmp_path, s
     fingerprints a run the index is partitioned anew. After each level a probe of seen and unseen
     pairs (some twice) keeps exactly the unseen ones, as the set in Python says, whether it comes as
     rows or (sorted runs) as a level on the driver; the same with the rows' fragments
-    (SSE_SORTED_SEEN=0)."""
-    monkeypatch.setenv(seen.SORTED_ENV, "1" if sorted_runs else "0")
-    monkeypatch.setattr(seen, "MIN_PARTITIONS", 2)
-    monkeypatch.setattr(seen, "RUN_MAX", 60)
-    monkeypatch.setattr(seen, "MAX_FRAGMENTS", 3)
+    (``sorted_seen`` off)."""
+    settings = Settings(sorted_seen=sorted_runs, min_partitions=2, run_max=60, max_fragments=3)
     rng, universe = _shuffled(7, 1200)
-    index = seen.SeenIndex(spark, 2, tmp_path)
+    index = seen.SeenIndex(spark, 2, tmp_path, settings)
     assert index.sorted == sorted_runs
     held, at = set(), 0
     try:
@@ -83,10 +81,10 @@ def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, tmp_path, s
             assert _found_new(index, spark, probe) == want
             if sorted_runs:
                 for here in (True, False):
-                    assert _found_on_the_driver(index, probe, monkeypatch, here) == want
+                    assert _found_on_the_driver(index, probe, here) == want
         if sorted_runs:
             assert index.partitions >= 16 and sum(index.sizes) == len(held)  # 933 / 60: re-partitioned
-            assert len(index.fragments) <= 3 and index.largest_run <= seen.RUN_MAX
+            assert len(index.fragments) <= 3 and index.largest_run <= settings.run_max
         assert _found_new(index, spark, []) == []
     finally:
         index.release()
@@ -96,13 +94,11 @@ def test_the_index_finds_exactly_the_seen_states(spark, monkeypatch, tmp_path, s
 
 def test_levels_held_on_the_driver_are_found_until_indexed(spark, tmp_path, monkeypatch):
     """Committed levels' fingerprints handed over by the driver (SeenIndex.hold) stay there until
-    PENDING_MAX of them are made a fragment in this JVM (no job reads them back). A level looked up
+    ``pending_max`` of them are made a fragment in this JVM (no job reads them back). A level looked up
     on the driver (unseen_table: the runs in this JVM or a job, then the held pairs) or in Spark
     (unseen, which makes the held pairs a fragment first) keeps exactly its unseen states."""
-    monkeypatch.setattr(seen, "MIN_PARTITIONS", 3)
-    monkeypatch.setattr(seen, "PENDING_MAX", 300)
     rng, universe = _shuffled(5, 1500)
-    index = seen.SeenIndex(spark, 2, tmp_path)
+    index = seen.SeenIndex(spark, 2, tmp_path, Settings(min_partitions=3, pending_max=300))
     if not index.takes_pairs:
         pytest.skip("the engine's JVM classes are not loaded")
     try:
@@ -118,7 +114,7 @@ def test_levels_held_on_the_driver_are_found_until_indexed(spark, tmp_path, monk
             probe = rng.sample(universe, 150) + rng.sample(sorted(held), 5)
             want = sorted(i for i, p in enumerate(probe) if p not in held)
             jobs = _jobs(spark)
-            assert _found_on_the_driver(index, probe, monkeypatch, here=n % 2 == 0) == want
+            assert _found_on_the_driver(index, probe, here=n % 2 == 0) == want
             assert (_jobs(spark) == jobs) == (n % 2 == 0)  # in this JVM's runs: no job
         # 1, 121, 211, 471 held: made a fragment; 5, 405: again; 33 held.
         assert flushed == [False, False, False, True, False, True, False] and index.pending.count == 33
@@ -147,13 +143,13 @@ def test_runs_made_from_the_drivers_copy_are_sparks(spark, tmp_path, monkeypatch
     exactly the unseen states of a probe."""
     import pyarrow as pa
     from engine.search.expand import rows_frame
-    monkeypatch.setattr(seen, "MIN_PARTITIONS", 7)
     rng = random.Random(11)
     pairs = _pairs(rng, 3000)
     rng.shuffle(pairs)
     halves = [pa.table({"_fp": [a for a, _ in part], "_fp2": [b for _, b in part]})
               for part in (pairs[:1000], pairs[1000:])]
-    made, packed = seen.SeenIndex(spark, 2), seen.SeenIndex(spark, 2)
+    made, packed = seen.SeenIndex(spark, 2, settings=Settings(min_partitions=7)), \
+        seen.SeenIndex(spark, 2, settings=Settings(min_partitions=7))
     try:
         assert made.add_pairs(halves, tmp_path)
         packed.add(_frame(spark, pairs).select("_fp", "_fp2"), len(pairs))

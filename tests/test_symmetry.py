@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import TEST_MODELS, run_cli
+from conftest import setting_args, TEST_MODELS, run_cli
 
 
 def successors(s, procs, max_, log_len):
@@ -60,8 +60,8 @@ def reference(procs, max_, log_len, symmetry):
     return len(seen), generated, depth, per_action
 
 
-def check(capsys, tmp_path, *args):
-    code, out, err = run_cli(capsys, "--models", str(TEST_MODELS), "check", "tokens",
+def check(capsys, tmp_path, *args, settings=None):
+    code, out, err = run_cli(capsys, "--models", str(TEST_MODELS), *setting_args(**(settings or {})), "check", "tokens",
                              "--warehouse", str(tmp_path / "wh"), "--json", "--quiet", *args)
     assert out.strip(), err
     return code, json.loads(out)
@@ -76,16 +76,14 @@ def test_orbit_counts_match_reference(capsys, tmp_path, monkeypatch, level_path,
     """Orbits counted as the reference counts them, whether the levels are finished on the driver
     (engine.search.arrow_level: canonical fingerprints of every successor) or by Spark's stages (states
     de-duplicated as generated first, then canonicalized)."""
-    if level_path == "spark":
-        import engine.search.loop as checker
-        monkeypatch.setattr(checker._Search, "_on_driver", lambda self, depth, n: False)
+    settings = {"level_path": level_path}
     sets = ["--set", f"Procs={','.join(procs)}", "--set", f"Max={max_}", "--set", f"LogLen={log_len}"]
-    code, sym = check(capsys, tmp_path, *sets)
+    code, sym = check(capsys, tmp_path, *sets, settings=settings)
     assert code == 0
     assert sym["symmetry"] is True
     assert (sym["distinct_states"], sym["states_generated"], sym["depth"], sym["actions_generated"]) == \
         reference(procs, max_, log_len, symmetry=True)
-    code, full = check(capsys, tmp_path, *sets, "--no-symmetry")
+    code, full = check(capsys, tmp_path, *sets, "--no-symmetry", settings=settings)
     assert code == 0
     assert full["symmetry"] is False and full["run_id"] != sym["run_id"]
     assert (full["distinct_states"], full["states_generated"], full["depth"], full["actions_generated"]) == \
@@ -168,8 +166,9 @@ def test_canonical_fingerprint_is_one_per_orbit(spark, monkeypatch):
     shapes = {"nodes": SymmetryShape({"": "Names"}, ("[].seen",)), "held": SymmetryShape({}, ("",))}
     names = ["a", "b", "c"]
 
-    def fingerprints(df):
-        for stage in canonical_fingerprint_stages(schema, shapes, {"Names": names}):
+    def fingerprints(df, literal_permutations=24):
+        for stage in canonical_fingerprint_stages(schema, shapes, {"Names": names}, using="row-bytes",
+                                                  literal_permutations=literal_permutations):
             df = df.selectExpr("*", *stage)
         return [(r["_fp"], r["_fp2"]) for r in df.collect()]
 
@@ -190,8 +189,7 @@ def test_canonical_fingerprint_is_one_per_orbit(spark, monkeypatch):
             orbit_of.append(i)
     df = spark.createDataFrame(rows, ddl)
     fps = fingerprints(df)
-    monkeypatch.setattr(symmetry, "LITERAL_PERMUTATIONS", 0)
-    assert fingerprints(df) == fps
+    assert fingerprints(df, literal_permutations=0) == fps
     by_orbit = {}
     for i, fp in zip(orbit_of, fps):
         by_orbit.setdefault(i, set()).add(fp)

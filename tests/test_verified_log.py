@@ -11,7 +11,7 @@ import pytest
 import yaml
 from deltalake import DeltaTable
 
-from conftest import load_pipeline, run_cli
+from conftest import run_cli
 
 # MODEL.md section 13: new states at BFS depth 0, 1, 2, ... of configuration T (37 levels).
 T_PROFILE = [1, 1, 2, 4, 9, 15, 30, 92, 279, 734, 1628, 3147, 5448, 8547, 12373, 16876, 21784,
@@ -127,13 +127,3 @@ def test_terminal_findings_are_counted_with_a_shortest_example(capsys, tmp_path)
     assert found["count"] == 5
     assert [t["state"]["x"] for t in found["trace"]] == [0, 2, 4]
     assert found["trace"][0]["action"] == "Init"
-
-
-def test_every_action_s_generated_methods_are_under_hotspot_s_limit(spark, capsys):
-    """pipelines/method_sizes.py: RecvAppend, RecvNewSegResp and RecvAppendResp, split before their
-    final projection by a one-row generator (README, Writing a model), and every other action
-    compile to methods under the session's 8,000 bytes."""
-    assert load_pipeline("method_sizes").main(["verified_log", "--config", "T"], spark=spark) == 0
-    out = capsys.readouterr().out
-    assert "RecvAppendResp" in out and "OVER" not in out
-    assert out.rstrip().endswith("0 of 19 actions over the limit")

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine.errors import EXIT_INTERNAL, EXIT_OK, EngineError, UsageError
+from engine.settings import Settings
 
-__all__ = ["ENV", "FORWARDED", "PROTOCOL", "code_digest", "forward", "greeting", "requested_master", "socket_path",
-           "status", "stop"]
+__all__ = ["ENV", "FORWARDED", "PROTOCOL", "code_digest", "forward", "greeting", "socket_path", "status", "stop"]
 
 ENV = "SSE_SERVER"
 PROTOCOL = 1
@@ -36,9 +36,10 @@ GONE = 130  # a command whose client went away (the client's own status after Ct
 in_server = False  # True in the server's process: the commands it runs do not forward again
 
 
-def socket_path() -> Path | None:
-    """The server's socket: ``$SSE_SERVER``, else ``<cache>/sse/server.sock``; None when switched off."""
-    setting = os.environ.get(ENV, "").strip()
+def socket_path(settings: Settings) -> Path | None:
+    """The server's socket: the setting ``server`` (SSE_SERVER), else ``<cache>/sse/server.sock``; None
+    when switched off."""
+    setting = settings.server.strip()
     if setting.lower() in OFF:
         return None
     if setting:
@@ -63,14 +64,11 @@ def engine_path() -> str:
     return str(Path(__file__).resolve().parents[1])
 
 
-def settings() -> dict[str, str]:
-    """The ``SSE_*`` environment that shapes a run (read by the engine at import or call time)."""
-    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("SSE_") and k != ENV}
-
-
-def requested_master(master: str | None) -> str:
-    """The Spark master a command asks for (engine.runtime.session.get_spark's default)."""
-    return master or os.environ.get("SSE_SPARK_MASTER") or "local[2]"
+def settings_key(settings: Settings) -> dict[str, str]:
+    """The settings a server and a client must share, as their ``SSE_*`` variables (those changed from
+    the defaults): the master and the socket aside, which are compared on their own."""
+    return {k: v for k, v in sorted(settings.to_env().items())
+            if k not in (Settings.env_name("server"), Settings.env_name("master"))}
 
 
 
@@ -104,32 +102,35 @@ def greeting(path: Path) -> dict | None:
     return conn[2]
 
 
-def _mismatch(hello: dict, master: str) -> str | None:
+def _mismatch(hello: dict, base: Settings, master: str) -> str | None:
     if hello.get("code") != code_digest():
         return "it runs other engine code (restart it: python -m engine serve --stop, then serve)"
     if hello.get("engine") != engine_path():
         return f"it runs the engine at {hello.get('engine')} (its models and warehouse), this command's is at {engine_path()}"
     if hello.get("master") != master:
         return f"it runs Spark master {hello.get('master')}, this command asks for {master}"
-    if hello.get("settings") != settings():
-        theirs, ours = hello.get("settings") or {}, settings()
+    if hello.get("settings") != settings_key(base):
+        theirs, ours = hello.get("settings") or {}, settings_key(base)
         names = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
         return f"its SSE_* settings differ from this shell's ({', '.join(names)})"
     return None
 
 
-def forward(argv: list[str], master: str, out: TextIO | None = None, err: TextIO | None = None) -> int | None:
-    """Run the command line ``argv`` on the server, if one can: its exit status, or None (run it here)."""
+def forward(argv: list[str], base: Settings, master: str, out: TextIO | None = None,
+            err: TextIO | None = None) -> int | None:
+    """Run the command line ``argv`` on the server, if one can: its exit status, or None (run it here).
+    ``base`` is the settings from this process's environment (the server reads ``argv``'s options
+    itself), ``master`` the Spark master the command asks for."""
     if in_server:
         return None
-    path = socket_path()
+    path = socket_path(base)
     conn = _connect(path) if path is not None else None
     if conn is None:
         return None
     sock, stream, hello = conn
     out, err = out or sys.stdout, err or sys.stderr
     with sock:
-        why = _mismatch(hello, master)
+        why = _mismatch(hello, base, master)
         if why:
             print(f"engine: not using the server at {path} (pid {hello.get('pid')}): {why}", file=err)
             return None
@@ -164,8 +165,8 @@ def forward(argv: list[str], master: str, out: TextIO | None = None, err: TextIO
     return EXIT_INTERNAL
 
 
-def _request(body: dict) -> tuple[dict, int | None]:
-    path = socket_path()
+def _request(body: dict, settings: Settings) -> tuple[dict, int | None]:
+    path = socket_path(settings)
     conn = _connect(path) if path is not None else None
     if conn is None:
         raise UsageError(f"no engine server listens at {path}" if path else f"{ENV} is off: no server to ask")
@@ -182,11 +183,11 @@ def _request(body: dict) -> tuple[dict, int | None]:
     return hello, code
 
 
-def status(out: TextIO | None = None) -> int:
+def status(settings: Settings, out: TextIO | None = None) -> int:
     """Print the running server's identity."""
-    hello, _ = _request({"status": True})
+    hello, _ = _request({"status": True}, settings)
     up = time.time() - hello["started"]
-    print(f"engine server at {socket_path()}: pid {hello['pid']}, Spark {hello['master']}, up {up:.0f} s, "
+    print(f"engine server at {socket_path(settings)}: pid {hello['pid']}, Spark {hello['master']}, up {up:.0f} s, "
           f"{hello['served']} commands served, engine code {hello['code']}"
           + ("" if hello["code"] == code_digest() else f" (this checkout's is {code_digest()}: not used)")
           + (f"; running: {hello['running']}" if hello.get("running") else "; idle"),
@@ -194,9 +195,9 @@ def status(out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
-def stop(out: TextIO | None = None) -> int:
+def stop(settings: Settings, out: TextIO | None = None) -> int:
     """Ask the running server to exit (after the command it is running, if any)."""
-    hello, code = _request({"stop": True})
+    hello, code = _request({"stop": True}, settings)
     print(f"engine server pid {hello['pid']} stopping", file=out or sys.stdout)
     return EXIT_OK if code == EXIT_OK else EXIT_INTERNAL
 

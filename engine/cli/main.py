@@ -1,5 +1,8 @@
-"""Command line: ``python -m engine check|models|audit|replay|sql|report|serve`` (also installed as ``sse``).
+"""Command line: ``python -m engine check|models|audit|replay|sql|report|serve|settings`` (also
+installed as ``sse``).
 
+The settings (engine.settings) are read once here: the ``SSE_*`` environment, then ``--models``,
+``--warehouse``, ``--master`` and ``--setting NAME=VALUE``; every command takes them as an argument.
 The commands that start Spark are handed to a running engine server when there is one
 (engine.platform.server: ``python -m engine serve``); ``--no-server`` runs them in this process."""
 from __future__ import annotations
@@ -14,16 +17,32 @@ from pathlib import Path
 
 from engine.errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, EngineError,
                      UsageError)
-from engine.model.loader import default_models_root, format_constant, list_models, load_model, resolve_run
 import engine.cli.client as client
+from engine.model.loader import default_models_root, list_models, load_model, resolve_run, variable_shapes
+from engine.model.values import format_constant
+from engine.settings import Settings, describe
 
 __all__ = ["main", "build_parser"]
 
 RESULT_EXIT = {"ok": EXIT_OK, "invariant_violated": EXIT_VIOLATION, "deadlock": EXIT_DEADLOCK}
 
 
-def _default_warehouse() -> Path:
-    return Path(os.environ.get("SSE_WAREHOUSE") or (default_models_root() / "warehouse"))
+def command_settings(args: argparse.Namespace, base: Settings) -> Settings:
+    """The settings a command runs with: ``base`` (the ``SSE_*`` environment), then its options."""
+    settings = Settings.parse_assignments(getattr(args, "settings", []) or [], base)
+    changes = {}
+    if args.models is not None:
+        changes["models"] = args.models
+    if getattr(args, "warehouse", None) is not None:
+        changes["warehouse"] = args.warehouse
+    if getattr(args, "master", None):
+        changes["master"] = args.master
+    return settings.replace(**changes) if changes else settings
+
+
+def _warehouse(settings: Settings) -> Path:
+    from engine.store.runs import default_warehouse
+    return default_warehouse(settings)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "checked breadth-first on Spark, every state a row in a Delta table.")
     p.add_argument("--models", type=Path, default=None, help="folder with schemas/ and actions_sql/ "
                    "(default: this checkout, or $SSE_MODELS)")
+    p.add_argument("--setting", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                   help="set one of the engine's settings for this command (repeatable; "
+                        "python -m engine settings lists them)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     c = sub.add_parser("check", help="check a model: breadth-first search of every reachable state")
@@ -71,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true")
 
     sub.add_parser("models", help="list the models, their constants and configurations")
+    st = sub.add_parser("settings", help="list the engine's settings: name, environment variable, value, "
+                        "and what each trades")
+    st.add_argument("--json", action="store_true")
 
     a = sub.add_parser("audit", help="run a finished run's invariant suite again over its whole states table")
     a.add_argument("run", help="run id, or the run's folder")
@@ -115,8 +140,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _cmd_models(args) -> int:
-    root = args.models or default_models_root()
+def _cmd_settings(args, settings: Settings) -> int:
+    rows = [{**d, "value": getattr(settings, d["name"])} for d in describe()]
+    if args.json:
+        print(json.dumps(rows, default=str))
+        return EXIT_OK
+    for r in rows:
+        value = "" if r["value"] is None else r["value"]
+        mark = "" if r["value"] == r["default"] else "   (changed)"
+        print(f"{r['name']} = {value}{mark}\n    {r['env']}; {r['doc']}")
+    return EXIT_OK
+
+
+def _cmd_models(args, settings: Settings) -> int:
+    root = default_models_root(settings)
     for name in list_models(root):
         m = load_model(name, root)
         print(f"{m.name}: {m.title}" + ("  [abstract: a base for other models, not checked on its own]"
@@ -140,21 +177,20 @@ def _cmd_models(args) -> int:
     return EXIT_OK
 
 
-def _cmd_check(args) -> int:
+def _cmd_check(args, settings: Settings) -> int:
     from engine.cli.output import Progress, format_summary
 
-    root = args.models or default_models_root()
-    model = load_model(args.model, root)
+    model = load_model(args.model, default_models_root(settings))
     spec = resolve_run(model, args.config, args.sets, args.invariants or None,
                        False if args.no_deadlock else None,
                        symmetry=False if args.no_symmetry else None)
-    warehouse = args.warehouse or _default_warehouse()
+    warehouse = _warehouse(settings)
     from engine.search.loop import check
     from engine.store.runs import check_warehouse
     check_warehouse(warehouse)  # before Spark starts: a bad path costs nothing
     progress = Progress(quiet=args.quiet)
     try:
-        outcome = check(spec, warehouse, master=args.master, progress=progress, fresh=args.fresh)
+        outcome = check(spec, warehouse, settings=settings, progress=progress, fresh=args.fresh)
     finally:
         progress.close()
     if args.itf is not None and "itf" in outcome.tables:
@@ -163,20 +199,19 @@ def _cmd_check(args) -> int:
     if args.json:
         print(json.dumps(outcome.to_json()))
     else:
-        print(format_summary(outcome))
+        print(format_summary(outcome, variable_shapes(model)))
     return RESULT_EXIT[outcome.result]
 
 
-def _cmd_replay(args) -> int:
+def _cmd_replay(args, settings: Settings) -> int:
     from engine.traces.replay import format_report, load_trace, replay, resolve_replay
 
-    root = args.models or default_models_root()
-    spec, states, source = resolve_replay(args.trace, root, model=args.model, config=args.config, sets=args.sets,
-                                          tlc=args.tlc, warehouse=args.warehouse or _default_warehouse(),
-                                          invariants=args.invariants)
+    spec, states, source = resolve_replay(args.trace, default_models_root(settings), model=args.model,
+                                          config=args.config, sets=args.sets, tlc=args.tlc,
+                                          warehouse=_warehouse(settings), invariants=args.invariants)
     from engine.search.expand import state_schema
     from engine.runtime.session import get_spark
-    spark = get_spark(args.master)
+    spark = get_spark(settings)
     rows = load_trace(spec, states, source, state_schema(spark, spec.model))
     report = replay(spark, spec, rows)
     if args.json:
@@ -186,10 +221,9 @@ def _cmd_replay(args) -> int:
     return EXIT_OK if report.legal else EXIT_ILLEGAL_TRACE
 
 
-def _cmd_audit(args) -> int:
+def _cmd_audit(args, settings: Settings) -> int:
     from engine.platform.audit import audit_run
-    warehouse = args.warehouse or _default_warehouse()
-    report = audit_run(args.run, warehouse, models_root=args.models or default_models_root(), master=args.master)
+    report = audit_run(args.run, _warehouse(settings), models_root=default_models_root(settings), settings=settings)
     if args.json:
         print(json.dumps(report))
     else:
@@ -199,69 +233,63 @@ def _cmd_audit(args) -> int:
     return EXIT_OK if report["success"] else EXIT_VIOLATION
 
 
-def _cmd_sql(args) -> int:
+def _cmd_sql(args, settings: Settings) -> int:
     from engine.platform.sql import format_table, run_sql
-    res = run_sql(args.run, args.query, args.warehouse or _default_warehouse(),
-                  models_root=args.models or default_models_root(), master=args.master, limit=args.limit)
+    res = run_sql(args.run, args.query, _warehouse(settings), models_root=default_models_root(settings),
+                  settings=settings, limit=args.limit)
     if args.json:
-        print(json.dumps(res, default=str))
+        print(json.dumps({k: v for k, v in res.items() if k not in ("shapes", "constants")}, default=str))
     else:
-        print(format_table(res["columns"], res["rows"]))
+        print(format_table(res["columns"], res["rows"], res["shapes"], res["constants"]))
         if res["truncated"]:
             print(f"(only the first {args.limit} rows; use --limit)")
     return EXIT_OK
 
 
-def _cmd_report(args) -> int:
+def _cmd_report(args, settings: Settings) -> int:
     from engine.platform.report import write_report
-    print(write_report(args.run, args.warehouse or _default_warehouse(), args.out))
+    print(write_report(args.run, _warehouse(settings), args.out, models_root=default_models_root(settings)))
     return EXIT_OK
 
 
-def _cmd_serve(args, argv: list[str]) -> int:
+def _cmd_serve(args, argv: list[str], settings: Settings, base: Settings) -> int:
     if client.in_server:
         raise UsageError("serve: this command cannot be sent to an engine server")
     if args.socket is not None:
-        os.environ[client.ENV] = str(args.socket.expanduser().absolute())
+        settings = settings.replace(server=str(args.socket.expanduser().absolute()))
     if args.status:
-        return client.status()
+        return client.status(settings)
     if args.stop:
-        return client.stop()
+        return client.stop(settings)
     if args.idle_stop is not None and args.idle_stop <= 0:
         raise UsageError(f"--idle-stop {args.idle_stop:g}: a number of minutes above 0")
-    path = client.socket_path()
+    path = client.socket_path(settings)
     if path is None:
         raise UsageError(f"{client.ENV} is off: name the server's socket with --socket PATH")
     from engine.platform import server
     if args.detach:
-        return server.detach([a for a in argv if a != "--detach"], path)
-    return server.serve(path, args.master, main, warm=args.warm, models=args.models,
-                        idle_stop=args.idle_stop * 60 if args.idle_stop else None)
+        return server.detach([a for a in argv if a != "--detach"], path, settings)
+    return server.serve(path, settings, main, warm=args.warm, idle_stop=args.idle_stop * 60 if args.idle_stop else None,
+                        base=base)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
+        base = Settings.from_env()
+        settings = command_settings(args, base)
         if args.command in client.FORWARDED and not args.no_server:
-            code = client.forward(argv, client.requested_master(args.master))
+            code = client.forward(argv, base, settings.master)
             if code is not None:
                 return code
         if args.command == "serve":
-            return _cmd_serve(args, argv)
-        if args.command == "models":
-            return _cmd_models(args)
-        if args.command == "check":
-            return _cmd_check(args)
-        if args.command == "audit":
-            return _cmd_audit(args)
-        if args.command == "replay":
-            return _cmd_replay(args)
-        if args.command == "sql":
-            return _cmd_sql(args)
-        if args.command == "report":
-            return _cmd_report(args)
-        raise UsageError(f"unknown command {args.command}")
+            return _cmd_serve(args, argv, settings, base)
+        commands = {"models": _cmd_models, "settings": _cmd_settings, "check": _cmd_check, "audit": _cmd_audit,
+                    "replay": _cmd_replay, "sql": _cmd_sql, "report": _cmd_report}
+        if args.command not in commands:
+            raise UsageError(f"unknown command {args.command}")
+        return commands[args.command](args, settings)
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

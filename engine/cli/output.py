@@ -5,9 +5,10 @@ import sys
 import time
 from typing import Any, TextIO
 
+from engine.model.values import format_value
 from engine.store.runs import LevelFigures
 
-__all__ = ["Progress", "format_value", "format_trace", "format_summary"]
+__all__ = ["Progress", "format_trace", "format_summary"]
 
 
 class Progress:
@@ -41,20 +42,9 @@ class Progress:
             self.bar.close()
 
 
-def format_value(v: Any) -> str:
-    """TLA+-like notation: records as [f |-> v], sequences and sets (sorted arrays) as <<...>>, NULL as Nil."""
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, dict):
-        return "[" + ", ".join(f"{k} |-> {format_value(x)}" for k, x in v.items()) + "]"
-    if isinstance(v, (list, tuple)):
-        return "<<" + ", ".join(format_value(x) for x in v) + ">>"
-    if v is None:
-        return "Nil"  # SQL NULL encodes TLA+'s model value Nil (DESIGN.md)
-    return str(v)
-
-
-def format_trace(trace: list[dict[str, Any]]) -> str:
+def format_trace(trace: list[dict[str, Any]], shapes: dict | None = None, constants: dict | None = None) -> str:
+    """A trace as TLC prints one, each value as the spec writes it (``shapes``: the variables' hints)."""
+    shapes = shapes or {}
     out = []
     prev: dict[str, Any] | None = None
     for i, step in enumerate(trace, 1):
@@ -63,29 +53,34 @@ def format_trace(trace: list[dict[str, Any]]) -> str:
         for name, value in step["state"].items():
             changed = prev is not None and prev.get(name) != value
             mark = "*" if changed else " "
-            out.append(f"{mark}/\\ {name} = {format_value(value)}")
+            out.append(f"{mark}/\\ {name} = {format_value(value, shapes.get(name), constants)}")
         out.append("")
         prev = step["state"]
     out.append("(* marks the variables the step changed)")
     return "\n".join(out)
 
 
-def format_summary(o: Any) -> str:
+def format_summary(o: Any, shapes: dict | None = None) -> str:
+    """The outcome as TLC words it. A result read back from the warehouse (an earlier run of the same
+    model, configuration and engine version) says so on the first line."""
     lines = []
+    if o.from_cache:
+        lines.append(f"Stored result: run {o.run_id} finished earlier; read back from its outcome table, "
+                     "not searched again (--fresh searches again).")
     if o.result == "invariant_violated":
         lines.append(f"Error: Invariant {o.violated_invariant} is violated.")
         lines.append("Error: The behavior up to this point is:")
-        lines.append(format_trace(o.trace))
+        lines.append(format_trace(o.trace, shapes, o.constants))
     elif o.result == "deadlock":
         lines.append("Error: Deadlock reached.")
         lines.append("Error: The behavior up to this point is:")
-        lines.append(format_trace(o.trace))
+        lines.append(format_trace(o.trace, shapes, o.constants))
     else:
         lines.append("Model checking completed. No error has been found.")
     for name, f in getattr(o, "terminal_findings", {}).items():
         lines.append(f"Finding: {name} holds in {f['count']:,} states without successor "
                      f"(not an error; the first one, reached in {len(f['trace']) - 1} steps):")
-        lines.append(format_trace(f["trace"]))
+        lines.append(format_trace(f["trace"], shapes, o.constants))
     lines.append(f"{o.states_generated:,} states generated, {o.distinct_states:,} distinct states found. "
                  f"The depth of the complete state graph search is {o.depth}.")
     lines.append(f"Run {o.run_id} in {o.seconds:.1f}s" + (" (stored result)" if o.from_cache else "")

@@ -8,7 +8,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import BooleanType
 
 from engine.errors import ModelError, UsageError
-from engine.model.loader import Model, format_constant
+from engine.model.loader import Model
+from engine.model.values import format_constant
 
 __all__ = ["check_assumptions"]
 

@@ -6,9 +6,9 @@ file and saying how to fix it.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +17,11 @@ from typing import Any
 import yaml
 
 from engine.errors import ModelError, UsageError
+from engine.settings import Settings
 
 __all__ = [
     "Constant", "Variable", "SqlFile", "Model", "RunSpec",
-    "default_models_root", "list_models", "load_model", "resolve_run", "format_constant", "parse_case",
+    "default_models_root", "list_models", "load_model", "resolve_run", "parse_case", "variable_shapes",
 ]
 
 IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -124,14 +125,22 @@ class RunSpec:
     deadlock: bool
     extra: dict[str, Any] = field(default_factory=dict)
     symmetry: bool = False
+    # The fingerprint scheme (engine.search.fingerprint: row-bytes or json): chosen when the run starts,
+    # kept in the run's run.json, and the stored one when it resumes. Not part of the run id.
+    fingerprint: str = ""
+
+    def with_fingerprint(self, scheme: str) -> "RunSpec":
+        return dataclasses.replace(self, fingerprint=scheme)
 
     @property
     def run_id(self) -> str:
-        # (Imported here: the fingerprint module imports PySpark, which a command handed to an engine
-        # server, engine.platform.server, does not otherwise load.)
-        from engine.search.fingerprint import scheme_name
+        """The model, its configuration and constants and the engine's version, digested: a run is
+        resumed, or its stored result returned, only by the same engine version (``engine.version``:
+        bumped whenever what a search computes or stores changes)."""
+        from engine.version import __version__
         payload = json.dumps(
             {
+                "engine": __version__,
                 "model": self.model.name,
                 "model_digest": self.model.digest,
                 "config": self.config,
@@ -143,7 +152,6 @@ class RunSpec:
                 # with another cannot be resumed: its fingerprints would not match)
                 **({"symmetry": self.symmetry} if self.model.symmetry else {}),
                 **({"canonical": "smallest-state"} if self.symmetry else {}),
-                "fingerprint": scheme_name(),
                 **self.extra,
             },
             sort_keys=True,
@@ -151,11 +159,11 @@ class RunSpec:
         return f"{self.config}-{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
 
 
-def default_models_root() -> Path:
-    """The folder holding ``schemas/`` and ``actions_sql/``: $SSE_MODELS, else this checkout."""
-    env = os.environ.get("SSE_MODELS")
-    if env:
-        return Path(env)
+def default_models_root(settings: Settings | None = None) -> Path:
+    """The folder holding ``schemas/`` and ``actions_sql/``: the setting ``models`` (SSE_MODELS), else
+    this checkout, else the current folder."""
+    if settings is not None and settings.models is not None:
+        return Path(settings.models)
     here = Path(__file__).resolve().parents[2]
     if (here / "schemas").is_dir():
         return here
@@ -423,6 +431,12 @@ def load_model(name: str, root: Path | None = None) -> Model:
     )
 
 
+def variable_shapes(model: Model) -> dict[str, Any]:
+    """Each variable's ``itf:`` hint parsed (engine.traces.itf.Shape): how its values are written."""
+    from engine.traces.itf import parse_shape
+    return {v.name: parse_shape(v.itf, f"{model.schema_path}: variable {v.name}") for v in model.variables if v.itf}
+
+
 def _check_itf_hint(path: Path, vname: str, hint: str, constants: dict[str, Constant]) -> None:
     from engine.traces.itf import parse_shape
 
@@ -460,15 +474,6 @@ def _check_config(path: Path, name: str, cfg: Any, model: dict) -> None:
         raise _fail(path, f"configuration {name}: 'deadlock:' must be true or false")
     if "symmetry" in cfg and not isinstance(cfg["symmetry"], bool):
         raise _fail(path, f"configuration {name}: 'symmetry:' must be true or false")
-
-
-def format_constant(v: Any) -> str:
-    """A constant's value as a TLC cfg writes it: TRUE/FALSE, {a,b}, 3."""
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, list):
-        return "{" + ",".join(str(x) for x in v) + "}"
-    return str(v)
 
 
 def _split_set(text: str) -> list[str]:

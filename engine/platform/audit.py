@@ -17,6 +17,7 @@ from engine.search.expand import compile_model
 from engine.search.invariants import InvariantSuite
 from engine.model.loader import load_model
 from engine.runtime.session import declare_constants, get_spark
+from engine.settings import Settings
 from engine.store.runs import states_spark_schema
 
 __all__ = ["audit_run", "find_run"]
@@ -74,7 +75,8 @@ def _history_checks(dt: DeltaTable, run_id: str, per_depth: dict[int, int]) -> l
     return [("one commit per level with its figures", ok, detail)]
 
 
-def audit_run(run: str, warehouse: Path, *, models_root: Path | None = None, master: str | None = None) -> dict[str, Any]:
+def audit_run(run: str, warehouse: Path, *, models_root: Path | None = None,
+              settings: Settings | None = None) -> dict[str, Any]:
     root = find_run(run, warehouse)
     spec = json.loads((root / "run.json").read_text())
     model = load_model(spec["model"], models_root)
@@ -85,10 +87,11 @@ def audit_run(run: str, warehouse: Path, *, models_root: Path | None = None, mas
         raise WarehouseError(f"{states_path}: not a readable Delta table ({exc})") from None
     checks: list[tuple[str, bool, str]] = []
 
-    spark = get_spark(master)
+    settings = settings or Settings()
+    spark = get_spark(settings)
     declare_constants(spark, model, spec["constants"])
-    cm = compile_model(spark, model)
-    df = read_delta(spark, str(states_path), states_spark_schema(cm.schema))
+    cm = compile_model(spark, model, settings.planning_threads)
+    df = read_delta(spark, str(states_path), states_spark_schema(cm.schema), settings)
     df.createOrReplaceTempView("_audit_states")
     n = df.count()
     per_depth = {r["_depth"]: r["n"] for r in spark.sql(

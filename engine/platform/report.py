@@ -17,7 +17,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from engine.platform.audit import find_run
-from engine.cli.output import format_value
+from engine.model.values import format_constant, format_value
 from engine.store.runs import sum_counts
 
 __all__ = ["write_report", "render_report"]
@@ -86,8 +86,9 @@ def _actions_generated(root: Path, outcome: dict[str, Any] | None, run_id: str) 
                       if c.get("run_id") == run_id and c.get("actions_generated"))
 
 
-def render_report(root: Path) -> str:
+def render_report(root: Path, models_root: Path | None = None) -> str:
     spec = json.loads((root / "run.json").read_text())
+    shapes = _shapes(spec["model"], models_root)
     outcome = (_read(root / "outcome") or [None])[-1]
     levels = sorted(_read(root / "levels"), key=lambda r: r["depth"])
     states = pa.table(DeltaTable(str(root / "states")).to_pyarrow_table(columns=["_depth", "_action"]))
@@ -98,7 +99,7 @@ def render_report(root: Path) -> str:
              f"<style>{CSS}</style></head><body><h1>{_e(title)}</h1>"]
 
     parts.append('<section id="constants"><h2>Constants</h2>' + _table(
-        ["constant", "value"], [[f"<code>{_e(k)}</code>", _e(format_value(v))] for k, v in spec["constants"].items()])
+        ["constant", "value"], [[f"<code>{_e(k)}</code>", _e(format_constant(v))] for k, v in spec["constants"].items()])
         + f"<p>Invariants checked: {_e(', '.join(spec['invariants']) or 'none')}; state constraints: "
         f"{_e(', '.join(spec.get('constraints', [])) or 'none')}; deadlock checking "
         f"{'on' if spec.get('deadlock', True) else 'off'}.</p></section>")
@@ -167,7 +168,7 @@ def render_report(root: Path) -> str:
             cls = ["num", ""]
             for v in names:
                 val = step["state"][v]
-                cells.append(_e(format_value(val)))
+                cells.append(_e(format_value(val, shapes.get(v), spec["constants"])))
                 cls.append("changed" if prev is not None and prev[v] != val else "")
             rows.append(cells)
             classes.append(cls)
@@ -182,12 +183,23 @@ def render_report(root: Path) -> str:
     return "".join(parts)
 
 
-def write_report(run: str, warehouse: Path, out: Path | None = None) -> Path:
+def _shapes(model: str, models_root: Path | None) -> dict:
+    """The model's variables' value shapes, or none when the model cannot be loaded here (the report
+    then writes arrays as sequences)."""
+    from engine.errors import EngineError
+    from engine.model.loader import load_model, variable_shapes
+    try:
+        return variable_shapes(load_model(model, models_root))
+    except EngineError:
+        return {}
+
+
+def write_report(run: str, warehouse: Path, out: Path | None = None, models_root: Path | None = None) -> Path:
     root = find_run(run, warehouse)
     if not DeltaTable.is_deltatable(str(root / "states")):
         from engine.errors import WarehouseError
         raise WarehouseError(f"{root / 'states'}: not a Delta table; nothing to report")
-    text = render_report(root)
+    text = render_report(root, models_root)
     out = Path(out) if out else root / "report.html"
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 import engine.cli.client as client
-from engine.cli.client import ENV, GONE, PROTOCOL, _connect, code_digest, engine_path, settings
+from engine.cli.client import ENV, GONE, PROTOCOL, _connect, code_digest, engine_path, settings_key
+from engine.settings import Settings
 from engine.errors import EXIT_INTERNAL, EXIT_OK, EngineError, UsageError
 from engine.model.loader import parse_case
 
@@ -80,8 +81,9 @@ def send(conn: socket.socket, msg: dict, lock: threading.Lock) -> None:
 
 
 class _Server:
-    def __init__(self, path: Path, spark, log: TextIO, run_command: Callable[[list[str]], int]):
+    def __init__(self, path: Path, spark, log: TextIO, run_command: Callable[[list[str]], int], base: Settings):
         self.path, self.spark, self.log = path, spark, log
+        self.base = base  # the settings of the server's environment, which the commands it runs start from
         self.run_command = run_command  # the command line's main (engine.cli.main), given by its caller
         self.started = self.active = time.time()  # active: when the last command started or ended
         self.served = 0
@@ -94,7 +96,7 @@ class _Server:
 
     def hello(self) -> dict:
         return {"protocol": PROTOCOL, "pid": os.getpid(), "code": self.code, "engine": engine_path(),
-                "master": self.spark.sparkContext.master, "settings": settings(), "started": self.started,
+                "master": self.spark.sparkContext.master, "settings": settings_key(self.base), "started": self.started,
                 "served": self.served, "running": self.running}
 
     def handle(self, conn: socket.socket) -> None:
@@ -232,7 +234,7 @@ class _Server:
 
 
 def warm_argv(case: str) -> list[str]:
-    """``check``'s arguments for ``MODEL[:CONFIG][+CONST=VALUE...]`` (pipelines/benchmark.py's cases)."""
+    """``check``'s arguments for ``MODEL[:CONFIG][+CONST=VALUE...]`` (benchmarks/benchmark.py's cases)."""
     model, config, sets = parse_case(case)
     return ["check", model, *(["--config", config] if config else []), *[a for s in sets for a in ("--set", s)]]
 
@@ -266,8 +268,8 @@ def _make_default(session) -> None:
     jcls.setActiveSession(session._jsparkSession)
 
 
-def serve(path: Path, master: str | None, run_command: Callable[[list[str]], int], log: TextIO | None = None,
-          warm: list[str] | None = None, models: Path | None = None, idle_stop: float | None = None) -> int:
+def serve(path: Path, settings: Settings, run_command: Callable[[list[str]], int], log: TextIO | None = None,
+          warm: list[str] | None = None, idle_stop: float | None = None, base: Settings | None = None) -> int:
     """Start Spark, then run the commands sent to ``path`` until stopped, or until no command came for
     ``idle_stop`` seconds; first check each of ``warm`` (``MODEL[:CONFIG][+CONST=VALUE...]``) once,
     commands sent meanwhile waiting for it. ``run_command`` runs one command line (engine.cli.main's
@@ -276,6 +278,7 @@ def serve(path: Path, master: str | None, run_command: Callable[[list[str]], int
     if len(str(path).encode()) > 100:
         raise UsageError(f"the socket path {path} is too long for a Unix socket (at most 100 bytes): "
                          f"set {ENV} or --socket to a shorter one")
+    models = settings.models
     _check_warm(warm or [], models)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
@@ -284,9 +287,9 @@ def serve(path: Path, master: str | None, run_command: Callable[[list[str]], int
         path.unlink()  # left by a server that is gone
     from engine.runtime.session import get_spark
     t0 = time.time()
-    spark = get_spark(master)
+    spark = get_spark(settings)
     client.in_server = True
-    server = _Server(path, spark, log, run_command)
+    server = _Server(path, spark, log, run_command, base or settings)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     mask = os.umask(0o177)  # the socket is the user's own from the start (mode 0600)
     try:
@@ -338,7 +341,7 @@ def serve(path: Path, master: str | None, run_command: Callable[[list[str]], int
     return EXIT_OK
 
 
-def detach(argv: list[str], path: Path, timeout: float = 300.0, out: TextIO | None = None) -> int:
+def detach(argv: list[str], path: Path, settings: Settings, timeout: float = 300.0, out: TextIO | None = None) -> int:
     """Start ``python -m engine ARGV`` (a ``serve`` without ``--detach``) in a session of its own, its
     output in ``<socket>.log``; return once it listens at ``path``, or with its status and the end of
     its log if it exits first."""

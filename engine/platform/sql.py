@@ -18,16 +18,18 @@ from pyspark.sql import SparkSession
 from engine.platform.audit import find_run
 from engine.store.deltaio import read_delta
 from engine.errors import UsageError
-from engine.model.loader import load_model
-from engine.cli.output import format_value
+from engine.model.loader import load_model, variable_shapes
+from engine.model.values import format_value
 from engine.runtime.session import declare_constants, get_spark
+from engine.settings import Settings
 
 __all__ = ["run_sql", "format_table", "VIEWS"]
 
 VIEWS = ("states", "levels", "outcome", "trace")
 
 
-def register_run(spark: SparkSession, root: Path, models_root: Path | None) -> dict[str, Any]:
+def register_run(spark: SparkSession, root: Path, models_root: Path | None,
+                 settings: Settings | None = None) -> dict[str, Any]:
     """Declare the run's constants and register its tables as views; returns the run's run.json."""
     spec = json.loads((root / "run.json").read_text())
     model = load_model(spec["model"], models_root)
@@ -35,17 +37,17 @@ def register_run(spark: SparkSession, root: Path, models_root: Path | None) -> d
     for name in VIEWS:
         path = root / name
         if DeltaTable.is_deltatable(str(path)):
-            read_delta(spark, str(path)).createOrReplaceTempView(name)
+            read_delta(spark, str(path), settings=settings).createOrReplaceTempView(name)
         else:
             spark.catalog.dropTempView(name)
     return spec
 
 
 def run_sql(run: str, query: str, warehouse: Path, *, models_root: Path | None = None,
-            master: str | None = None, limit: int = 1000) -> dict[str, Any]:
+            settings: Settings | None = None, limit: int = 1000) -> dict[str, Any]:
     root = find_run(run, warehouse)
-    spark = get_spark(master)
-    spec = register_run(spark, root, models_root)
+    spark = get_spark(settings)
+    spec = register_run(spark, root, models_root, settings)
     # PySpark logs every failed query's stack as JSON on stderr; the error below says it in one line.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     try:
@@ -56,11 +58,15 @@ def run_sql(run: str, query: str, warehouse: Path, *, models_root: Path | None =
         raise UsageError(f"query over run {spec['run_id']} failed: {first} "
                          f"(views: states, levels, outcome, trace; constants: "
                          f"{', '.join(spec['constants'])})") from None
-    return {"run_id": spec["run_id"], "columns": df.columns, "rows": rows[:limit], "truncated": len(rows) > limit}
+    return {"run_id": spec["run_id"], "columns": df.columns, "rows": rows[:limit], "truncated": len(rows) > limit,
+            "shapes": variable_shapes(load_model(spec["model"], models_root)), "constants": spec["constants"]}
 
 
-def format_table(columns: list[str], rows: list[dict[str, Any]]) -> str:
-    cells = [[format_value(r[c]) for c in columns] for r in rows]
+def format_table(columns: list[str], rows: list[dict[str, Any]], shapes: dict | None = None,
+                 constants: dict[str, Any] | None = None) -> str:
+    """Rows as a text table; a column named after a state variable is written by its shape."""
+    shapes = shapes or {}
+    cells = [[format_value(r[c], shapes.get(c), constants) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     line = lambda vals: " | ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
     out = [line(columns), "-+-".join("-" * w for w in widths)]

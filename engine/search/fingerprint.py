@@ -2,18 +2,16 @@
 
 Spark's xxhash64 walks nested values without recording lengths or nulls, so on its own
 ``([1,2],[3])`` and ``([1],[2,3])`` hash alike, as do ``(null,"a")`` and ``("a",null)``. The state
-is therefore hashed as bytes that determine it. Two schemes (``SSE_FINGERPRINT``):
+is therefore hashed as bytes that determine it. Two schemes (the setting ``fingerprint``):
 
 - ``row-bytes`` (the default): the state in Spark's own binary row format, an UnsafeRow, made by
   the engine's JVM function ``sse_row_bytes`` (engine/runtime/jvm/RowBytes.java, engine.runtime.jvm_ext). For a
   given schema the bytes are a function of the value alone (null fields and padding are zeroed:
   Spark's hash aggregation groups rows by comparing them) and can be read back, so two states never
-  share them. Making them is a copy of the row; the JSON text below costs two to four times as
-  much (kafka_kip320:C's 737,794 states: 0.59 to 1.06 s against 2.29 to 2.88 s on 2 cores,
-  pipelines/fingerprint_cost.py; a fifth of the tasks' time in a ledger chaining run was Jackson
-  writing it, pipelines/profile_jfr.py).
-- ``json``: the state as JSON text (``to_json``), where the JVM function is not to be had (no JDK to
-  compile it). Brackets delimit every array and object, every field is named (by position), every
+  share them. Making them is a copy of the row, where the JSON text below costs two to four times
+  as much.
+- ``json``: the state as JSON text (``to_json``), with public SQL functions alone: where the JVM
+  function is not to be had (no JDK to compile it, Spark Connect). Brackets delimit every array and object, every field is named (by position), every
   string is quoted and escaped, so two different states are two different texts. A struct field
   that is null is left out of its object (for a fixed schema that says the field is null as surely
   as ``null`` would); a null in an array is written ``null``.
@@ -27,17 +25,14 @@ resumed.
 """
 from __future__ import annotations
 
-import os
-
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, IntegerType, LongType,
                                MapType, ShortType, StringType, StructField, StructType)
 
-from engine.errors import UsageError
+from engine.settings import Settings
 
-__all__ = ["ENV", "ROW_BYTES", "JSON", "encode_args", "fingerprint_note", "fingerprint_sql", "json_exact",
+__all__ = ["ROW_BYTES", "JSON", "encode_args", "fingerprint_note", "fingerprint_sql", "json_exact",
            "scheme", "scheme_name"]
 
-ENV = "SSE_FINGERPRINT"
 ROW_BYTES, JSON = "row-bytes", "json"
 # Recorded in every run id: a warehouse fingerprinted by another scheme is not resumed.
 _SCHEME_NAMES = {ROW_BYTES: "unsaferow-xxhash64x2", JSON: "json-positional-nonull-xxhash64x2"}
@@ -50,30 +45,23 @@ _NOTES = {
 _SECOND_SEED = "CAST(-7046029254386353131 AS BIGINT)"
 
 
-def requested() -> str:
-    """The scheme ``SSE_FINGERPRINT`` asks for (``row-bytes`` when unset)."""
-    value = os.environ.get(ENV, "").strip().lower() or ROW_BYTES
-    if value not in _SCHEME_NAMES:
-        raise UsageError(f"{ENV}={os.environ[ENV]!r}: the fingerprint scheme is one of {', '.join(_SCHEME_NAMES)}")
-    return value
-
-
-def scheme() -> str:
-    """The scheme this process fingerprints states with: ``row-bytes`` when asked for and the
-    engine's JVM function can be had (engine.runtime.jvm_ext: compiled, or in the running JVM), else ``json``."""
-    if requested() == JSON:
+def scheme(settings: Settings, spark=None) -> str:
+    """The scheme a run fingerprints states with: ``row-bytes`` when the settings ask for it and the
+    engine's JVM function can be had (engine.runtime.jvm_ext: compiled, or in ``spark``'s running JVM),
+    else ``json``."""
+    if settings.fingerprint == JSON:
         return JSON
     import engine.runtime.jvm_ext as jvm_ext
-    return ROW_BYTES if jvm_ext.available() else JSON
+    return ROW_BYTES if jvm_ext.available(settings, spark) else JSON
 
 
-def scheme_name() -> str:
-    """The scheme's name as recorded in run ids."""
-    return _SCHEME_NAMES[scheme()]
+def scheme_name(using: str) -> str:
+    """A scheme's name as recorded in run ids."""
+    return _SCHEME_NAMES[using]
 
 
-def fingerprint_note() -> str:
-    return (f"128-bit fingerprints ({_NOTES[scheme()]}); collision probability below N^2/2^129 for N "
+def fingerprint_note(using: str) -> str:
+    return (f"128-bit fingerprints ({_NOTES[using]}); collision probability below N^2/2^129 for N "
             "distinct states")
 
 
@@ -130,18 +118,15 @@ def _position_name(i: int) -> str:
             return name
 
 
-def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "",
-                    using: str | None = None) -> tuple[str, str]:
+def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "", *, using: str) -> tuple[str, str]:
     """The two halves of the fingerprint as SQL expressions over the named columns (fields of
-    ``prefix``, a struct, when given), in the scheme ``using`` (this process's, ``scheme()``, when
-    not given). Both hash the same bytes; Spark makes them once per row (common subexpression
-    elimination) where the two are in one projection.
+    ``prefix``, a struct, when given), in the scheme ``using`` (``scheme``). Both hash the same bytes;
+    Spark makes them once per row (common subexpression elimination) where the two are in one
+    projection.
 
     As JSON, the state is cast to a struct whose fields, at every level, are named by position
-    (``a``, ``b``, ...) before it is written: the same text for the same value, a fifth less of it
-    for Jackson to write than with the variables' own names (bookkeeper v4.13: 7.8 s against 9.4 s
-    for 875,859 states)."""
-    using = using or scheme()
+    (``a``, ``b``, ...) before it is written: the same text for the same value, with less of it for
+    Jackson to write than with the variables' own names."""
     if using not in _SCHEME_NAMES:
         raise ValueError(f"unknown fingerprint scheme {using!r}")
     exact, exact_types, args = [], [], []

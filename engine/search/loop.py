@@ -34,132 +34,46 @@ from engine.model.assume import check_assumptions
 from engine.search.expand import (CompiledModel, HeldExpansion, HeldPlanUnavailable, HeldRows, compile_model, nullable,
                      partitions_of, rows_frame, union_by_part)
 from engine.search.fingerprint import fingerprint_note, fingerprint_sql
+from engine.search.fingerprint import scheme as fingerprint_scheme
 import engine.search.invariants as invariants
 from engine.search.invariants import InvariantSuite, guarded
-from engine.errors import ModelError
+from engine.errors import ModelError, WarehouseError
+from engine.version import __version__
 from engine.traces.itf import parse_shape, write_itf
 from engine.model.loader import RunSpec
 from engine.runtime.session import checkpoint, declare_constants, get_spark, persistent_rdd_ids, unpersist_rdds
 import engine.search.seen as seen_index
 from engine.search.seen_filter import PATH, SEEN, SeenFilter
 from engine.search.symmetry import canonical_fingerprint_stages, check_paths
-from engine.store.runs import LevelFigures, RunStore, check_warehouse, sum_counts
+from engine.settings import Settings
+from engine.store.runs import LevelFigures, RunStore, check_warehouse, default_warehouse, sum_counts
 from engine.traces.build import build_trace, trace_table_rows, trace_arrow_schema
 
 __all__ = ["Outcome", "check"]
 
-# A level whose successors are expected to take at most this many bytes as Arrow (its frontier times
-# the largest fan-out met so far, times the size of a successor row met last) is collected to the
-# driver after the actions' Spark job and finished there (engine.search.arrow_level). Above it, the level's
-# successors stay in Spark: de-duplicated, anti-joined and written by Spark jobs.
-# 768 MiB: on 2 cores the driver finishes a level of bookkeeper v4.13 (2 KB a successor) for about
-# 36 microseconds a successor up to 200,000 of them, where Spark's stages cost 28 to 40 (they pay
-# less a successor as levels grow): levels 11 and 12 of bk_v413_rrf took 4.5 and 7.5 s, against
-# 13.8 and 16.8 s with 256 MiB. The driver's memory is bounded by this whatever the state space.
-ARROW_LEVEL_BYTES = int(os.environ.get("SSE_ARROW_LEVEL_BYTES", str(768 << 20)))
-# Up to this many expected successors a level's constraint and invariants are evaluated on every
-# successor in the actions' job; above, on the new states only, in a job of their own. The job of
-# their own costs a Spark job's fixed cost (shipping the new states back, planning the invariants):
-# with the actions' union planned once per run that outweighs evaluating them on the repeats too
-# (ledger chaining 87.6 s -> 63.9 s against the 20,000 this was, bk_master_2b_sym 143.9 s -> 131.6 s).
-INLINE_ANNOTATION = int(os.environ.get("SSE_INLINE_ANNOTATION", "1000000"))
-# Where the actions' job blanks repeats within the level (engine.search.seen_filter), it evaluates the
-# constraint and invariants on one row a new state whatever the level's size, as a job of their own
-# would, without sending the new states back to Spark: bk_v413_rrf's largest driver level (140,756
-# new states of about 2 KB) spent 5.0 to 5.6 s in that job. SSE_ANNOTATE_BLANKED_INLINE=0: by
-# INLINE_ANNOTATION alone.
-ANNOTATE_BLANKED_INLINE = os.environ.get("SSE_ANNOTATE_BLANKED_INLINE", "1") != "0"
-# A level expected to generate at most this many successors runs its Spark jobs without code
-# generation (``interpreted``): generating the Java source of every action's operators each level
-# cost ledger chaining about 0.3 s of a handful of states' 0.5 s job, and the first levels compiled
-# it (Janino, 5 s on ledger chaining) before there was anything to gain from compiled code.
-INTERPRET_BELOW = int(os.environ.get("SSE_INTERPRET_BELOW", "2000"))
-# A level finished on the driver whose invariant columns all hold (and with no deadlock) is written,
-# validated by the suite (Great Expectations) and committed by a thread of its own while the next
-# level's actions run: on ledger chaining's warm runs those took 2.5 of 14.4 s, the driver idle
-# while Spark's tasks ran. The next level waits for it before anything reads the store, and a level
-# whose columns show a violation is finished in line as before (SSE_PIPELINE=0: every level).
-PIPELINE = os.environ.get("SSE_PIPELINE", "1") != "0"
-# Small levels finished on the driver are validated together (PIPELINE): one Great Expectations run
-# over the new states of consecutive levels, then each level written and committed in order. A run
-# of the suite costs 40 to 80 ms of Python whatever its rows (8 invariants over 200 states: 36 ms
-# warm), on the two cores the level's job and the JIT compilers need. The levels are held until
-# they hold VALIDATE_BATCH_ROWS new states or VALIDATE_BATCH_LEVELS levels, and before anything
-# reads the store or commits a level of its own (``_settle``). SSE_VALIDATE_BATCH=0: each level alone.
-VALIDATE_BATCH = os.environ.get("SSE_VALIDATE_BATCH", "1") != "0"
-VALIDATE_BATCH_ROWS = 10_000
-VALIDATE_BATCH_LEVELS = 8
-# A level Spark finished is written (PIPELINE) once the next Spark level's narrow columns are on the
-# driver, not as the level ends: its job then runs while the driver picks each state's first row,
-# anti-joins them and plans the fetch, where no job ran (bk_v413_rrf: 17.9 s of the Spark levels'
-# 45 s from that collect to the new states' flags), instead of ahead of the next level's actions on
-# cores they kept busy. bk_v413_rrf's time with no job running, two runs each way alternated: 38.7
-# and 40.8 s as the level ends, 32.4 and 29.3 s deferred. SSE_DEFER_WRITE=0: as the level ends.
-DEFER_WRITE = os.environ.get("SSE_DEFER_WRITE", "1") != "0"
-# Set by engine.platform.server when a command's client has gone: the search stops at the next level (the
-# server also cancels the Spark jobs running then), as after Ctrl-C, and resumes from its last
+# Set by engine.platform.server when a command's client has gone: the search stops at the next level
+# (the server also cancels the Spark jobs running then), as after Ctrl-C, and resumes from its last
 # committed level when started again.
 cancelled = threading.Event()
+# Small levels finished on the driver are validated together (settings.validate_batch) until they hold
+# this many new states: a run of the suite costs tens of milliseconds of Python whatever its rows.
+VALIDATE_BATCH_ROWS = 10_000
 # Initial states are collected to the driver when there are at most this many.
 ARROW_INIT = 100_000
 # A small level's frontier above this many bytes (as Arrow) is checkpointed in Spark rather than
 # shipped inside each action's tasks.
 LOCAL_FRONTIER_BYTES = 1 << 20
-# A driver level's union planned for the level (SSE_FIXED_PLAN=0, or a model the held expansion does
-# not take) runs in this many tasks a core, each a group of whole actions: with one a core, one task
-# got the costlier actions and the other core waited (ledger chaining's levels 11 to 41: 24.6 to
-# 25.1 s with one, 22.3 to 23.1 s with two; three tasks in all 24.2 and 24.7 s, six 22.7 and 24.0 s).
-# The held union runs a task a core instead, each every action over its share of the frontier
-# (engine.search.expand.HeldExpansion._by_part).
+# A driver level's union planned for the level runs in this many tasks a core, each a group of whole
+# actions: with one a core, one task got the costlier actions and the other core waited.
 EXPANSION_TASKS_PER_CORE = 2
-# A large level's picked rows are fetched from its successors by a broadcast join on their row
-# numbers up to this many (16 bytes each), by a shuffled join beyond.
-BROADCAST_ROWS = 10_000_000
-# A large level's narrow columns are worked on the driver when it generated at most this many
-# successors: its distinct states' keys (fingerprint, order key, row id), anti-joined against the
-# driver's copy of the seen fingerprints and put in TLC's order there (while the run has fewer than
-# arrow_level.DRIVER_SEEN_MAX states), and its new states' constraint and invariant columns (a few
-# booleans each), counted and validated by the suite there. Above, all of it runs in Spark (the seen
-# index, a range sort, a count and the suite's own aggregation): the driver's memory stays flat.
-NARROW_ON_DRIVER = 4_000_000
-# A level with at least this many successors reads them largest partition first (largest_first):
-# asking the block manager for 50 partitions' sizes costs 0.05 to 0.08 s, a large level's jobs
-# ended with one task alone for 0.7 to 1.2 s without it.
+# A level with at least this many successors reads them largest partition first (largest_first): a
+# large level's jobs otherwise ended with one task alone.
 LARGEST_FIRST_FROM = 100_000
-# A Spark level's actions run as one task per frontier partition, every action over it
-# (engine.search.expand.union_by_part), over a frontier of a partition per core, or a multiple of that with
-# at most PART_STATES states a partition (SSE_SPARK_BY_PART=0: a task per action and frontier
-# partition, as before 2026-11-26). A level's new states are spread over the next level's partitions
-# by their number (a hash of ``_ord``) where the partitions they were found in are uneven
-# (needs_spread).
-BY_PART = os.environ.get("SSE_SPARK_BY_PART", "1") != "0"
+# A Spark level's frontier has a partition per core, or a multiple of that with at most this many
+# states a partition.
 PART_STATES = 250_000
-# The new states are left in the partitions they were found in (no shuffle) while the largest holds
-# at most this much more than an equal share (5 %) (needs_spread).
-SPREAD_SKEW = 0.05
-# A Spark level over the level before's kept states runs the union planned once per run, over
-# whichever frontier it is pointed at (engine.search.expand.HeldRows; SSE_HOLD_SPARK=0: planned each level).
-HOLD_SPARK = os.environ.get("SSE_HOLD_SPARK", "1") != "0"
-# The small levels' held union reads the columns the Spark levels' does, over the same kind of leaf
-# (engine.search.expand.HeldExpansion ``switched``), so that Spark generates the same code for both and the
-# JIT compiles it once (SSE_SHARED_LEAF=0: a cached view of the state's columns, as before 2026-11-26).
-SHARED_LEAF = os.environ.get("SSE_SHARED_LEAF", "1") != "0"
 # Up to this many frontier states, a level's successors are computed in one task per core.
 SMALL_FRONTIER = 20_000
-# A level's new states up to this many are checkpointed as row objects (session.checkpoint): the
-# next level's action branches read them each (bk_v413_rrf's largest level: 292,818, about 450 MB).
-# A full scan of 292,818 bookkeeper states took 0.13 s that way against 0.43 s serialized.
-FRONTIER_AS_OBJECTS = int(os.environ.get("SSE_FRONTIER_AS_OBJECTS", "1000000"))
-# A Spark level's successors, up to this many expected and while repeats are blanked in the job
-# (engine.search.seen_filter: seven rows in ten on bookkeeper v4.13's largest levels), are checkpointed as
-# row objects too: each is read three times, and serialized each read was a copy through Java's
-# ObjectInputStream. Whole, as objects, the collector copied what the tasks saved (README).
-SUCCESSORS_AS_OBJECTS = int(os.environ.get("SSE_SUCCESSORS_AS_OBJECTS", "4000000"))
-# A level's shuffles (de-duplication, anti-join) get a partition per this many successors, at least
-# the session's spark.sql.shuffle.partitions. The de-duplication sorts whole states: with 4
-# partitions, bk_master_3b_sym's level 17 (2.6 million successors of about 2 KB) put over a
-# gigabyte in each task's sort and failed with UNABLE_TO_ACQUIRE_MEMORY.
-ROWS_PER_PARTITION = 100_000
 
 
 @dataclass
@@ -178,7 +92,7 @@ class Outcome:
     run_id: str
     tables: dict[str, str]
     seconds: float
-    fingerprint: str = field(default_factory=fingerprint_note)
+    fingerprint: str = ""
     resumed_from_depth: int = 0
     from_cache: bool = False
     spark_startup_seconds: float = 0.0
@@ -208,10 +122,10 @@ ProgressFn = Callable[[LevelFigures, int], None]
 
 
 class _Timer:
-    """Per-stage wall time of each level, printed to stderr when SSE_PROFILE is set."""
+    """Per-stage wall time of each level, printed to stderr with settings.profile."""
 
-    def __init__(self) -> None:
-        self.on = bool(os.environ.get("SSE_PROFILE"))
+    def __init__(self, on: bool = False) -> None:
+        self.on = on
         self.last = time.time()
         self.parts: list[str] = []
 
@@ -263,16 +177,18 @@ def interpreted(spark: SparkSession, on: bool = True) -> Iterator[None]:
 
 class _Search:
     def __init__(self, spark: SparkSession, spec: RunSpec, cm: CompiledModel, store: RunStore,
-                 suite: InvariantSuite, progress: ProgressFn | None):
+                 suite: InvariantSuite, progress: ProgressFn | None, settings: Settings):
         self.spark, self.spec, self.cm, self.store, self.suite = spark, spec, cm, store, suite
+        self.settings = settings
         self.progress = progress
         self.vars = [f.name for f in cm.schema.fields]
         if spec.symmetry:
             # SYMMETRY: de-duplicate by the orbit's fingerprint; the row keeps the state as generated.
             check_paths(spec.model.schema_path, cm.schema, spec.model.symmetry_shapes)
             self.fp_stages = canonical_fingerprint_stages(
-                cm.schema, spec.model.symmetry_shapes, {s: spec.constants[s] for s in spec.model.symmetry})
-        fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields])
+                cm.schema, spec.model.symmetry_shapes, {s: spec.constants[s] for s in spec.model.symmetry},
+                using=spec.fingerprint, literal_permutations=settings.literal_permutations)
+        fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields], using=spec.fingerprint)
         self.raw_fp_stages = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
         if not spec.symmetry:
             self.fp_stages = self.raw_fp_stages
@@ -287,11 +203,11 @@ class _Search:
         self._figs: list[LevelFigures] = []
         self._totals = (0, 0)
         self._last_new = 0
-        self.timer = _Timer()
+        self.timer = _Timer(settings.profile)
         self._spark_before = False  # whether the level before ran Spark's stages
         self.base_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self.index = seen_index.SeenIndex(spark, max(self.base_partitions, spark.sparkContext.defaultParallelism),
-                                          store.root / "_frontier")
+                                          store.root / "_frontier", settings)
         # terminal finding -> {"count", "state"}, over the levels this process expanded
         self.terminal: dict[str, dict[str, Any]] = {}
         # The largest successors-per-state ratio met so far and the bytes of a successor row as Arrow:
@@ -308,35 +224,35 @@ class _Search:
         # (depth, checkpointed new states, its RDD id) of the last level finished by Spark: the next
         # level's frontier without reading its Parquet files back and checkpointing them again.
         self.kept: tuple[int, DataFrame, int | None] | None = None
-        # Small levels run the union planned once per run (SSE_FIXED_PLAN=0: planned again each level).
+        # Small levels run the union planned once per run (settings.fixed_plan off: planned again each level).
         self.held_union: HeldExpansion | None = None
-        fixed_plan = os.environ.get("SSE_FIXED_PLAN", "1") != "0"
-        binary = os.environ.get("SSE_FRONTIER", "arrow") != "json" and HeldExpansion.binary_available(spark)
+        fixed_plan = settings.fixed_plan
+        binary = settings.frontier != "json" and HeldExpansion.binary_available(spark)
         if fixed_plan and HeldExpansion.supports(cm.schema, binary):
             # (Hadoop's listing hides names starting with _ or ., the folder read included.)
             finish = lambda union, annotate: self._finish_expansion(union, annotate, coalesce=False)  # noqa: E731
             # The small levels' union over the columns the Spark levels' held plan reads, planned the
-            # same way (SHARED_LEAF): one copy of the actions' generated code a run.
-            shared = SHARED_LEAF and binary and jvm_ext.has_class(spark, "SwitchRows")
+            # same way (settings.shared_leaf): one copy of the actions' generated code a run.
+            shared = self.settings.shared_leaf and binary and jvm_ext.has_class(spark, "SwitchRows")
             self.held_union = HeldExpansion(spark, cm, store.root / "_frontier" / "leaf", finish,
                                             f"sse_frontier_{abs(hash(store.root)):x}",
                                             spark.sparkContext.defaultParallelism, self._expansion_tasks(), binary,
                                             columns=self._kept_schema() if shared else None,
-                                            union_over=self._union_over if shared else None)
+                                            union_over=self._union_over if shared else None, settings=settings)
         # The stored fingerprints in the JVM too (local mode), grown with ``seen_fps``: the actions'
         # job blanks the rows of successors seen before (engine.search.seen_filter).
-        self.seen_filter = SeenFilter(spark, store.root / "_frontier")
-        # Spark levels over a kept frontier run the union planned once per run too (HOLD_SPARK):
+        self.seen_filter = SeenFilter(spark, store.root / "_frontier", settings)
+        # Spark levels over a kept frontier run the union planned once per run too (settings.hold_spark):
         # (parts, the frontier's schema, seen filter on) -> the held plan, None where it cannot be.
         self.held_rows: dict[tuple, HeldRows | None] = {}
         self._factory_mode: str | None = None  # the session's FACTORY_MODE (None: unset), once read
         self._factory_mode_read = False
-        self.hold_spark = (HOLD_SPARK and fixed_plan and not self.dedupe_raw_first
+        self.hold_spark = (self.settings.hold_spark and fixed_plan and not self.dedupe_raw_first
                            and jvm_ext.has_class(spark, "SwitchRows"))
         self.full_row_bytes: float | None = None  # a new state's bytes as Arrow, none blanked
         # The last level's write, validation and commit, running while the next level's actions run.
         self._persisting: Future | None = None
-        # A level Spark finished, its write not yet submitted (DEFER_WRITE): ``_persist``'s arguments.
+        # A level Spark finished, its write not yet submitted (settings.defer_write): ``_persist``'s arguments.
         self._deferred: tuple | None = None
         self._persister: ThreadPoolExecutor | None = None
         self._batch: list[tuple[LevelFigures, pa.Table, pa.Table]] = []  # validated together, not yet
@@ -377,7 +293,7 @@ class _Search:
         return self.spark.read.schema(self.store.spark_schema).parquet(*files)
 
     def _find_state(self, depth: int, fp: int, fp2: int) -> dict[str, Any]:
-        """The stored state (the store read once the pending commit is in: PIPELINE)."""
+        """The stored state (the store read once the pending commit is in: settings.pipeline)."""
         self._settle()
         return self.store.find_state(depth, fp, fp2)
 
@@ -402,7 +318,7 @@ class _Search:
 
     def unseen(self, firsts: DataFrame, seen_depth: int, n_seen: int) -> DataFrame:
         """``firsts`` without the states stored through ``seen_depth`` (``n_seen`` of them)."""
-        if n_seen < seen_index.INDEX_FROM:
+        if n_seen < self.settings.index_from:
             return seen_index.plain_unseen(firsts, self.seen(seen_depth))
         self._make_index(seen_depth, n_seen)
         return self.index.unseen(firsts)
@@ -423,7 +339,7 @@ class _Search:
         ``succ`` is the level's successors with ``_fp``, ``_fp2``, ``_key`` and a row id ``_i``,
         checkpointed. Only its narrow columns are shuffled: the first row per fingerprint, the
         anti-join and the order are worked out on (fingerprint, key, row id), and the rows they pick
-        are fetched from ``succ`` by a join on the row id, broadcast up to BROADCAST_ROWS of them.
+        are fetched from ``succ`` by a join on the row id, broadcast up to settings.broadcast_rows of them.
         Whole states (kilobytes each for bookkeeper) are neither shuffled nor sorted."""
         rows = succ
         path = [c for c in PATH if c != "_key"]  # (cand's columns: _key is not kept)
@@ -434,7 +350,7 @@ class _Search:
             picked = self._by_row_id(rows, checkpoint(firsts.select("_i")), "left_semi")
             rows = checkpoint(self._with_stages(picked.drop("_fp", "_fp2"), self.fp_stages))
             firsts = self.first_keys(rows)
-        if anti_join and n_seen < arrow_level.DRIVER_SEEN_MAX and n_gen <= NARROW_ON_DRIVER:
+        if anti_join and n_seen < self.settings.driver_seen_max and n_gen <= self.settings.narrow_on_driver:
             # The first row per state, the anti-join and TLC's order on the driver, as for a small
             # level: the keys are 32 bytes a successor (no shuffle of them), the seen fingerprints the
             # driver's copy (where Spark's index merges past every seen state).
@@ -484,18 +400,18 @@ class _Search:
             "_parent_fp", "_parent_fp2", "_action", "_parent_ord",
             F.expr(self.in_model_expr).alias("_in_model"), *([SEEN] if SEEN in rows.columns else []),
         )
-        if BY_PART and n_picked <= BROADCAST_ROWS:
+        if self.settings.spark_by_part and n_picked <= self.settings.broadcast_rows:
             # Fetched by a broadcast join, the new states are in the partitions their parents were in
             # (a shuffled join hashes them by row id: balanced, grouped by ``balanced`` next level).
             parts = self._frontier_parts(n_picked)
             found_in = self._found_in(picked_ids, rows)
-            spread = needs_spread(found_in, parts)
+            spread = needs_spread(found_in, parts, self.settings.spread_skew)
             if spread:
                 cand = cand.repartition(parts, "_ord")  # (BY_PART: the next level's tasks)
             self.timer.note(f"spread={int(spread)}")
         # Read again by each action's branch of the next level: kept as row objects when there are
         # not too many of them (FRONTIER_AS_OBJECTS).
-        return checkpoint(self.suite.with_columns(cand), as_objects=n_picked <= FRONTIER_AS_OBJECTS)
+        return checkpoint(self.suite.with_columns(cand), as_objects=n_picked <= self.settings.frontier_as_objects)
 
     def _found_in(self, picked, rows: DataFrame) -> list[int]:
         """How many of the rows ``picked`` (their ``_i``: an Arrow array, or a checkpoint with that
@@ -510,16 +426,15 @@ class _Search:
         return counts
 
     def _frontier_parts(self, n: int) -> int:
-        """A Spark level's frontier partitions for ``n`` states (BY_PART): a multiple of the cores,
+        """A Spark level's frontier partitions for ``n`` states (settings.spark_by_part): a multiple of the cores,
         at most PART_STATES states each."""
         cores = self.spark.sparkContext.defaultParallelism
         return cores * max(1, -(-n // (cores * PART_STATES)))
 
-    @staticmethod
-    def _by_row_id(rows: DataFrame, picked: DataFrame, how: str, n_picked: int | None = None) -> DataFrame:
+    def _by_row_id(self, rows: DataFrame, picked: DataFrame, how: str, n_picked: int | None = None) -> DataFrame:
         """The rows of ``rows`` whose ``_i`` is in ``picked`` (checkpointed, or on the driver: ``n_picked``
         rows), with its columns."""
-        small = (picked.count() if n_picked is None else n_picked) <= BROADCAST_ROWS
+        small = (picked.count() if n_picked is None else n_picked) <= self.settings.broadcast_rows
         return rows.join(F.broadcast(picked) if small else picked, "_i", how)
 
     def write_level(self, cand: DataFrame, depth: int) -> None:
@@ -547,7 +462,7 @@ class _Search:
         return res
 
     def _settle(self, quiet: bool = False) -> None:
-        """Commit every level recorded (PIPELINE): wait for the last write, validation and commit, and
+        """Commit every level recorded (settings.pipeline): wait for the last write, validation and commit, and
         validate, write and commit the levels held for a batch; their error is raised."""
         self._wait_persisting(quiet)
         if self._deferred is not None:
@@ -577,7 +492,7 @@ class _Search:
         self._persisting = self._persister.submit(task, *args)
 
     def _release_deferred(self) -> None:
-        """Submit the deferred level's write and commit (DEFER_WRITE) to the persisting thread."""
+        """Submit the deferred level's write and commit (settings.defer_write) to the persisting thread."""
         deferred, self._deferred = self._deferred, None
         if deferred is not None:
             self._submit(self._persist, *deferred)
@@ -668,7 +583,7 @@ class _Search:
             held = self._held_rows(parts, rows) if _partitions(rows) == parts else None
             if held is not None:
                 fingerprinted = held.run(rows)
-        elif BY_PART:
+        elif self.settings.spark_by_part:
             # The stored states read back in a kept level's columns, so that this level runs the
             # plan the next ones hold (one plan and one copy of the actions' generated code a run,
             # where the first Spark level planned one of its own: bk_v413_rrf's first Spark level
@@ -679,7 +594,7 @@ class _Search:
             held = self._held_rows(parts, stored)
             if held is not None:
                 read_back = checkpoint(stored if copied is not None else stored.repartition(parts, "_ord"),
-                                       as_objects=n_frontier <= FRONTIER_AS_OBJECTS)
+                                       as_objects=n_frontier <= self.settings.frontier_as_objects)
                 frontier = self._as_frontier(read_back)
                 fingerprinted = held.run(read_back)
             else:
@@ -702,7 +617,7 @@ class _Search:
                                    *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
                                      for i, a in enumerate(names)]),
                           as_objects=self.seen_filter.repeats and SEEN in fingerprinted.columns
-                          and n_frontier * self._fanout() <= SUCCESSORS_AS_OBJECTS)
+                          and n_frontier * self._fanout() <= self.settings.successors_as_objects)
         agg = dict(counted.get)
         # The level before may still be writing its Parquet files (PIPELINE), alongside this level's
         # planning and job; what reads the store from here on commits it first (``_settle``). A
@@ -720,7 +635,7 @@ class _Search:
         n_gen = int(agg["n"])
         self._measure_fanout(n_gen, n_frontier)
         self.spark.conf.set("spark.sql.shuffle.partitions",
-                            str(max(self.base_partitions, -(-n_gen // ROWS_PER_PARTITION))))
+                            str(max(self.base_partitions, -(-n_gen // self.settings.rows_per_partition))))
         n_parents = int(agg.get("p", n_frontier))
         n_moving = int(agg.get("m", n_frontier))
         per_action = {a: int(agg[f"a{i}"]) for i, a in enumerate(names)}
@@ -752,7 +667,8 @@ class _Search:
         # the operators outside whole-stage code; by part, a task runs every action over its
         # frontier partition. Otherwise a small level gets one task per core (verified_log's
         # one-state level took 61 tasks in all, now 10).
-        one_a_part = union_by_part(self.spark, successors) if BY_PART else None
+        one_a_part = (union_by_part(self.spark, successors, threads=self.settings.planning_threads)
+                      if self.settings.spark_by_part else None)
         by_part = (one_a_part is not None
                    and int(one_a_part._jdf.queryExecution().analyzed().rdd().getNumPartitions()) >= cores)
         if by_part:
@@ -809,7 +725,7 @@ class _Search:
 
     def _held_rows(self, parts: int, rows: DataFrame) -> HeldRows | None:
         """The Spark levels' plan held for frontiers of ``parts`` partitions whose rows begin with
-        ``_kept_columns`` of ``rows``' types (HOLD_SPARK), made at its first use; None where there is
+        ``_kept_columns`` of ``rows``' types (settings.hold_spark), made at its first use; None where there is
         none (the union does not run by part, or its plan cannot be run again). The plan reads those
         columns alone, by position: a kept level's states carry their invariant columns after them."""
         names = self._kept_columns()
@@ -846,8 +762,8 @@ class _Search:
         # chaining's largest levels, one in six successors is new and the invariants' lambdas were
         # half of the job's time), unless the job blanks repeats and so evaluates them on one row a
         # new state already (ANNOTATE_BLANKED_INLINE).
-        inline = (n_frontier * self._fanout() <= INLINE_ANNOTATION
-                  or ANNOTATE_BLANKED_INLINE and self.seen_filter.repeats)
+        inline = (n_frontier * self._fanout() <= self.settings.inline_annotation
+                  or self.settings.annotate_blanked_inline and self.seen_filter.repeats)
         self.seen_filter.open_level()
         succ = self._expand_arrow(depth, n_frontier, inline)
         self.timer.mark("expand")
@@ -890,7 +806,7 @@ class _Search:
             self.full_row_bytes = arrow_level.table_bytes(new) / new.num_rows
         self.timer.mark("unseen")
         if not inline:
-            with interpreted(self.spark, new.num_rows <= INTERPRET_BELOW):
+            with interpreted(self.spark, new.num_rows <= self.settings.interpret_below):
                 new = self._annotate_arrow(new)
         self.timer.mark("annotate")
         return self._finish_arrow_level(new, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
@@ -907,7 +823,7 @@ class _Search:
     def _expand_arrow(self, depth: int, n_frontier: int, annotate: bool) -> pa.Table:
         """The successors of level ``depth`` (``n_frontier`` states), fingerprinted (and annotated), as
         Arrow."""
-        small = n_frontier * self._fanout() <= INTERPRET_BELOW
+        small = n_frontier * self._fanout() <= self.settings.interpret_below
         narrow = [*self.vars, "_ord", "_fp", "_fp2"]
         switched = self.held_union is not None and self.held_union.switched
         table = self._level_table(depth, self.table_cols if switched else narrow)
@@ -981,10 +897,14 @@ class _Search:
                              "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent", "_ord", "_fp", "_fp2")
 
     def _on_driver(self, depth: int, n_frontier: int) -> bool:
-        """Whether the level's successors are expected to fit on the driver (ARROW_LEVEL_BYTES; half
+        """Whether the level's successors are expected to fit on the driver (settings.arrow_level_bytes; half
         of it after a Spark level, whose frontier the driver would read back from the store: with
-        repeats blanked, bk_v413_rrf went back and forth at its 26th level, 1.3 and 2.7 s)."""
-        bound = ARROW_LEVEL_BYTES // 2 if self._spark_before else ARROW_LEVEL_BYTES
+        repeats blanked, a level of bk_v413_rrf went back and forth). ``settings.level_path`` other than
+        auto decides it: driver, spark, or alternate (odd depths on the driver)."""
+        path = self.settings.level_path
+        if path != "auto":
+            return path == "driver" or (path == "alternate" and depth % 2 == 1)
+        bound = self.settings.arrow_level_bytes // 2 if self._spark_before else self.settings.arrow_level_bytes
         return n_frontier * self._fanout() * (self.row_bytes or 1024) <= bound
 
     def _fanout(self) -> float:
@@ -1029,10 +949,10 @@ class _Search:
 
     def _unseen_arrow(self, states: pa.Table, depth: int, n_seen: int) -> pa.Table:
         """``states`` without those stored through ``depth`` (``n_seen`` of them)."""
-        if n_seen < arrow_level.DRIVER_SEEN_MAX:
+        if n_seen < self.settings.driver_seen_max:
             return self._driver_seen(depth).unseen(states)
         self._forget_seen()
-        if n_seen >= seen_index.INDEX_FROM and self.index.takes_pairs:
+        if n_seen >= self.settings.index_from and self.index.takes_pairs:
             self._make_index(depth, n_seen)
             return self.index.unseen_table(states)
         probe = self.spark.createDataFrame(pa.table({"_fp": states["_fp"], "_fp2": states["_fp2"],
@@ -1080,7 +1000,7 @@ class _Search:
                       generated_total: int, t0: float, deadlocked: dict | None,
                       per_action: dict[str, int]) -> dict | None:
         fps = None
-        if n_gen <= NARROW_ON_DRIVER:
+        if n_gen <= self.settings.narrow_on_driver:
             # The constraint and invariant columns (booleans) in one job, counted and validated by the
             # suite on the driver, where a count and the suite's aggregation over Spark were two jobs.
             # With the fingerprints the driver's seen set grows by (rather than read from the written
@@ -1111,7 +1031,7 @@ class _Search:
             return self._deadlock(deadlocked, depth, distinct_total, generated_total + n_gen)
         # Kept as the next level's frontier (released with that level) unless the search stops here.
         self.kept = (depth, cand, _checkpoint_rdd_id(cand)) if n_new and not violation else None
-        if PIPELINE and deadlocked is None and violation is None and n_new \
+        if self.settings.pipeline and deadlocked is None and violation is None and n_new \
                 and (fps is not None or self.seen_fps is None):
             # Written and committed on the persisting thread while the next level is planned and its
             # job starts (the driver alone plans; the cores were idle for those 3 to 4 s a level).
@@ -1139,7 +1059,7 @@ class _Search:
         n_new = int(pc.sum(in_model).as_py() or 0)
         n_out = int(pc.sum(pc.invert(in_model)).as_py() or 0)
         self.timer.mark("dedupe")
-        if PIPELINE and deadlocked is None and n_new and self._all_hold(new) \
+        if self.settings.pipeline and deadlocked is None and n_new and self._all_hold(new) \
                 and (not self.index.fragments or self.index.takes_pairs):
             # (A seen index that cannot take the level's pairs reads its committed files: then in line.)
             return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, None,
@@ -1193,7 +1113,7 @@ class _Search:
         """Let the driver's and the JVM's seen sets know of a committed level's fingerprints ``fps``
         (past DRIVER_SEEN_MAX, forget them)."""
         self.seen_fps.add(fps)
-        if fig.distinct_total >= arrow_level.DRIVER_SEEN_MAX:
+        if fig.distinct_total >= self.settings.driver_seen_max:
             self._forget_seen()
         else:
             self.seen_filter.add(fps)
@@ -1210,7 +1130,7 @@ class _Search:
             self.index.add(self.read_level(depth))
 
     def _persist_batch(self, batch: list[tuple[LevelFigures, pa.Table, pa.Table]]) -> None:
-        """``_persist`` for consecutive levels finished on the driver (VALIDATE_BATCH): their new
+        """``_persist`` for consecutive levels finished on the driver (settings.validate_batch): their new
         states validated in one run of the suite, then each level written and committed in order."""
         columns = [InvariantSuite.column(n) for n in self.suite.names]
         report = self.suite.validate_arrow(pa.concat_tables([v.select(columns) for _, _, v in batch]))
@@ -1240,7 +1160,7 @@ class _Search:
         stored states' fingerprints, when the driver has them; ``rows``: the candidates, where Spark
         finished the level). With ``validate`` (the level's new states, their invariant columns all
         true) or ``write`` (a level Spark finished and the suite passed), the level is validated,
-        written and committed on the persisting thread (PIPELINE)."""
+        written and committed on the persisting thread (settings.pipeline)."""
         fig = LevelFigures(depth, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
                            round(time.time() - t0, 3), finding=violation[1] if violation else None,
                            actions=per_action)
@@ -1251,14 +1171,14 @@ class _Search:
             # Before the level is handed to the persisting thread, whose Python work would slow the
             # calls into the JVM; from the store (below) once it is written.
             self._add_seen(fig, fps if fps is not None else stored)
-        if pipelined and VALIDATE_BATCH and write is None and validate.num_rows < VALIDATE_BATCH_ROWS:
+        if pipelined and self.settings.validate_batch and write is None and validate.num_rows < VALIDATE_BATCH_ROWS:
             self._batch.append((fig, stored, validate))
             if (sum(v.num_rows for _, _, v in self._batch) >= VALIDATE_BATCH_ROWS
-                    or len(self._batch) >= VALIDATE_BATCH_LEVELS):
+                    or len(self._batch) >= self.settings.validate_batch_levels):
                 self._submit_batch()
         elif pipelined:
             self._settle()
-            if DEFER_WRITE and write is not None:
+            if self.settings.defer_write and write is not None:
                 self._deferred = (fig, stored, validate, write)
             else:
                 self._submit(self._persist, fig, stored, validate, write)
@@ -1352,7 +1272,7 @@ def largest_first(made: DataFrame) -> DataFrame:
     return rows_frame(spark, spark.sparkContext._jsc.union(parts).rdd(), made.schema)
 
 
-def needs_spread(found_in: list[int], parts: int) -> bool:
+def needs_spread(found_in: list[int], parts: int, skew: float = 0.05) -> bool:
     """Whether a level's new states, ``found_in[i]`` of them in partition i, must be spread (a
     shuffle, by a hash of ``_ord``) to make the next level's frontier: ``parts`` partitions of about
     equal size. Left where they were found, each partition's share of the next level is its parents'
@@ -1362,7 +1282,7 @@ def needs_spread(found_in: list[int], parts: int) -> bool:
     successors; bk_v413_rrf now, at 20 of its 21 Spark levels) the shuffle is all cost."""
     if len(found_in) != parts:
         return True
-    return max(found_in, default=0) > (1 + SPREAD_SKEW) * sum(found_in) / parts
+    return max(found_in, default=0) > (1 + skew) * sum(found_in) / parts
 
 
 def balanced(made: DataFrame, parts: int) -> DataFrame:
@@ -1407,31 +1327,35 @@ def _checkpoint_rdd_id(df: DataFrame) -> int | None:
     return int(plan.rdd().id()) if plan.getClass().getSimpleName() == "LogicalRDD" else None
 
 
-def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress: ProgressFn | None = None,
-          fresh: bool = False, spark: SparkSession | None = None) -> Outcome:
+def check(spec: RunSpec, warehouse: Path | None = None, *, settings: Settings | None = None,
+          progress: ProgressFn | None = None, fresh: bool = False, spark: SparkSession | None = None) -> Outcome:
+    """Check ``spec`` breadth-first, its tables in ``warehouse`` (default: the settings' warehouse, else
+    warehouse/ beside the models), in ``spark`` (default: a session started with ``settings``)."""
     started = time.time()
-    warehouse = check_warehouse(Path(warehouse))
+    settings = settings or Settings()
+    warehouse = check_warehouse(Path(warehouse or settings.warehouse or default_warehouse(settings)))
     if spec.invariants:
         invariants.preload()
     t_spark = time.time()
-    spark = spark or get_spark(master)
+    spark = spark or get_spark(settings)
     spark_startup = time.time() - t_spark
     declare_constants(spark, spec.model, spec.constants)
     check_assumptions(spark, spec.model, spec.constants)
-    cm = compile_model(spark, spec.model)
+    cm = compile_model(spark, spec.model, settings.planning_threads)
     suite = InvariantSuite(spark, spec.model.name, cm.invariant_exprs, spec.invariants,
                            {n: str(f.path) for n, f in spec.model.invariants.items()})
     run_root = warehouse / spec.model.name / spec.run_id
     if fresh and run_root.exists():
         shutil.rmtree(run_root)
-    store = RunStore(warehouse, spec.model.name, spec.run_id, cm.schema)
+    spec = spec.with_fingerprint(_run_scheme(run_root, settings, spark))
+    store = RunStore(warehouse, spec.model.name, spec.run_id, cm.schema, settings)
     store.open(run_spec_json(spec))
     partitions = spark.conf.get("spark.sql.shuffle.partitions")  # a level may raise it; restored below
     try:
         done = store.read_outcome()
         if done is not None:
             return _outcome_from_row(spec, done, store, time.time() - started)
-        search = _Search(spark, spec, cm, store, suite, progress)
+        search = _Search(spark, spec, cm, store, suite, progress, settings)
         resume_from, totals = 0, (0, 0)
         figs = store.level_figures()
         if figs:
@@ -1465,7 +1389,7 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
             deadlock_check=spec.deadlock, result=res["result"], violated_invariant=violated,
             distinct_states=res["distinct"], states_generated=res["generated"], depth=res["depth"],
             trace=trace, run_id=spec.run_id, tables={}, seconds=seconds, resumed_from_depth=resume_from,
-            spark_startup_seconds=spark_startup,
+            spark_startup_seconds=spark_startup, fingerprint=fingerprint_note(spec.fingerprint),
             level_seconds=[f.seconds for f in search._figs], symmetry=spec.symmetry,
             terminal_findings={n: {"count": f["count"], "trace": build_trace(store, f["state"], search.vars)}
                                for n, f in search.terminal.items()},
@@ -1480,6 +1404,19 @@ def check(spec: RunSpec, warehouse: Path, *, master: str | None = None, progress
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions)
         store.close()
+
+
+def _run_scheme(run_root: Path, settings: Settings, spark: SparkSession) -> str:
+    """The fingerprint scheme of the run at ``run_root``: the one it was started with (its run.json),
+    else the one the settings ask for where it can be had here."""
+    stored = RunStore.stored_spec(run_root).get("fingerprint")
+    if not stored:
+        return fingerprint_scheme(settings, spark)
+    if stored != fingerprint_scheme(Settings(fingerprint=stored), spark):
+        raise WarehouseError(f"run {run_root} was fingerprinted as {stored}, which this process cannot do "
+                             f"(the engine's JVM helper is not available here): resume it where it is, or "
+                             f"start it over with --fresh")
+    return stored
 
 
 def write_trace_itf(path: Path, trace: list[dict[str, Any]], schema, spec: RunSpec) -> Path:
@@ -1500,6 +1437,7 @@ def run_spec_json(spec: RunSpec) -> dict[str, Any]:
     return {"run_id": spec.run_id, "model": spec.model.name, "config": spec.config,
             "constants": spec.constants, "invariants": spec.invariants, "constraints": spec.constraints,
             "deadlock": spec.deadlock, "model_digest": spec.model.digest, "symmetry": spec.symmetry,
+            "fingerprint": spec.fingerprint, "engine": __version__,
             **spec.extra}
 
 
@@ -1522,6 +1460,6 @@ def _outcome_from_row(spec: RunSpec, row: dict[str, Any], store: RunStore, secon
         violated_invariant=row["violated_invariant"], distinct_states=row["distinct_states"],
         states_generated=row["states_generated"], depth=row["depth"], trace=json.loads(row["trace"]),
         run_id=row["run_id"], tables=store.tables(), seconds=seconds, from_cache=True,
-        fingerprint=row.get("fingerprint") or fingerprint_note(), symmetry=spec.symmetry,
+        fingerprint=row.get("fingerprint") or fingerprint_note(spec.fingerprint), symmetry=spec.symmetry,
         actions_generated=json.loads(row.get("actions_generated") or "{}"),
     )

@@ -46,44 +46,37 @@ from pyspark.sql import DataFrame, SparkSession
 import engine.search.arrow_level as arrow_level
 
 import engine.runtime.jvm_ext as jvm_ext
+from engine.settings import Settings
 from engine.search.seen_filter import pairs_file
 from engine.runtime.session import checkpoint, persistent_rdd_ids, unpersist_rdds
 
-__all__ = ["SeenIndex", "plain_unseen", "INDEX_FROM", "MAX_FRAGMENTS", "PENDING_MAX", "RUN_MAX", "SORTED_ENV"]
+__all__ = ["SeenIndex", "plain_unseen"]
 
 KEYS = ["_fp", "_fp2"]
-# Below this many seen states the plain anti-join is cheaper (Spark broadcasts a small table) and
-# a level pays no job to index itself.
-INDEX_FROM = 1_000_000
-MAX_FRAGMENTS = 8
-# Sorted runs: the fewest partitions (a level's probe is a task a partition, a few milliseconds
-# each), and the most fingerprints a partition's run holds (16 bytes each) before the index is
-# partitioned anew, twice as finely.
-MIN_PARTITIONS = 16
-RUN_MAX = 8_000_000
-# Committed levels' fingerprints the driver holds (``SeenIndex.hold``, local mode) before they are made
-# a fragment: a small level then costs no job to index itself.
-PENDING_MAX = 1_000_000
-# A level of at most this many states on the driver is looked up in the index's runs in this JVM, not
-# by a job (local mode: the runs' blocks are the driver's).
-HERE_MAX = 100_000
-SORTED_ENV = "SSE_SORTED_SEEN"
+# The index's limits are settings (engine.settings): index_from (below it the plain anti-join is
+# cheaper: Spark broadcasts a small table, and a level pays no job to index itself); max_fragments;
+# min_partitions (a level's probe is a task a partition, a few milliseconds each); run_max (the most
+# fingerprints a partition's run holds, 16 bytes each, before the index is partitioned anew, twice as
+# finely); pending_max (committed levels' fingerprints the driver holds, local mode, before they are
+# made a fragment: a small level then costs no job to index itself); here_max (a level of at most
+# this many states on the driver is looked up in the runs in this JVM, not by a job).
 _ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
 def plain_unseen(states: DataFrame, seen: DataFrame) -> DataFrame:
-    """The rows of ``states`` whose fingerprint is not in ``seen`` (below INDEX_FROM seen states)."""
+    """The rows of ``states`` whose fingerprint is not in ``seen`` (below ``index_from`` seen states)."""
     return states.join(seen, on=KEYS, how="left_anti")
 
 
 class SeenIndex:
-    def __init__(self, spark: SparkSession, partitions: int, folder: Path | None = None):
+    def __init__(self, spark: SparkSession, partitions: int, folder: Path | None = None,
+                 settings: Settings | None = None):
         self.spark = spark
+        self.settings = settings = settings or Settings()
         self.folder = folder  # where the pairs handed to the JVM are written (None: the temporary folder)
         # Sorted runs (engine/runtime/jvm/SortedSeen.java) where the engine's JVM classes are loaded.
-        self.sorted = (os.environ.get(SORTED_ENV, "1").strip() != "0"
-                       and jvm_ext.has_class(spark, "SortedSeen"))
-        self.partitions = max(partitions, MIN_PARTITIONS) if self.sorted else partitions
+        self.sorted = settings.sorted_seen and jvm_ext.has_class(spark, "SortedSeen")
+        self.partitions = max(partitions, settings.min_partitions) if self.sorted else partitions
         self.fragments: list = []        # DataFrames of rows, or (sorted) JVM RDDs of runs
         self.sizes: list[int] = []       # (sorted) the fingerprints each fragment holds
         self.largest_run = 0             # (sorted) the most fingerprints a partition's run holds
@@ -134,7 +127,7 @@ class SeenIndex:
                 self._add_runs(self._runs.pack(rows, 0, 1))
             return
         self.fragments.append(self._fragment(fps))
-        if len(self.fragments) > MAX_FRAGMENTS:
+        if len(self.fragments) > self.settings.max_fragments:
             self._merge()
 
     @property
@@ -169,7 +162,7 @@ class SeenIndex:
         held on the driver, where ``unseen_table`` looks a level up in them, and made a fragment with
         those held before once they pass PENDING_MAX, or before a level is looked up in Spark."""
         self.pending.add(fps)
-        if self.pending.count >= PENDING_MAX:
+        if self.pending.count >= self.settings.pending_max:
             self._flush()
 
     def _flush(self) -> None:
@@ -186,7 +179,7 @@ class SeenIndex:
         if states.num_rows:
             with pairs_file(self._folder(None), [states.select(KEYS)]) as path:
                 got = self._runs.unseenPairs(self.spark.sparkContext._jsc, path, self._fragment_list(),
-                                             states.num_rows <= HERE_MAX)
+                                             states.num_rows <= self.settings.here_max)
             states = states.take(np.sort(np.frombuffer(got, dtype="<i4")))
         return self.pending.unseen(states)
 
@@ -216,7 +209,7 @@ class SeenIndex:
         self.sizes.append(self._measured(runs))
         self.fragments.append(runs)
         self.rdd_ids.add(int(runs.id()))
-        while len(self.fragments) >= 2 and (len(self.fragments) > MAX_FRAGMENTS
+        while len(self.fragments) >= 2 and (len(self.fragments) > self.settings.max_fragments
                                             or self.sizes[-2] <= 2 * self.sizes[-1]):
             a, b = self.fragments[-2], self.fragments[-1]
             merged = self._runs.merge(a, b)
@@ -227,12 +220,13 @@ class SeenIndex:
             self.fragments[-2:], self.sizes[-2:] = [merged], [size]
             self.rdd_ids.add(int(merged.id()))
         # (A run past RUN_MAX by the hash's unevenness alone, the average still under half, is left.)
-        if self.largest_run > RUN_MAX and sum(self.sizes) > self.partitions * RUN_MAX // 2:
+        run_max = self.settings.run_max
+        if self.largest_run > run_max and sum(self.sizes) > self.partitions * run_max // 2:
             self._repartition()
 
     def _partitions_for(self, total: int) -> None:
         """Twice as many partitions, as often as needed for runs of half RUN_MAX on average."""
-        while total > self.partitions * RUN_MAX // 2:
+        while total > self.partitions * self.settings.run_max // 2:
             self.partitions *= 2
 
     def _repartition(self) -> None:

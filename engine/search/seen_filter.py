@@ -21,7 +21,7 @@ driver opens the level before each job (``open_level``). ``SSE_LEVEL_FILTER=0`` 
 stored states.
 
 Off (the columns pass through) on a cluster (its executors are other JVMs), without the engine's
-JVM functions, above ``arrow_level.DRIVER_SEEN_MAX`` stored states (the driver's memory stays
+JVM functions, above ``driver_seen_max`` stored states (the driver's memory stays
 flat), and with ``SSE_SEEN_FILTER=0``.
 """
 from __future__ import annotations
@@ -41,15 +41,13 @@ from pyspark.sql import DataFrame, SparkSession
 import engine.search.arrow_level as arrow_level
 
 import engine.runtime.jvm_ext as jvm_ext
+from engine.settings import Settings
 
 __all__ = ["PATH", "SEEN", "SeenFilter", "pairs_array", "pairs_file"]
 
 SEEN = "_seen"
 # The columns that differ between two rows of one state: the path by which each met it.
 PATH = ["_parent_fp", "_parent_fp2", "_parent_ord", "_key", "_action"]
-# Up to this many fingerprints are sent to the JVM in the Py4J call (16 bytes each); more go
-# through a file.
-BYTES_MAX = 1 << 12
 
 
 def pairs_array(fps: pa.Table) -> np.ndarray:
@@ -78,13 +76,13 @@ def pairs_file(folder: Path, tables: Iterable[pa.Table]) -> Iterator[str]:
 class SeenFilter:
     """The set of one run's stored fingerprints in the JVM, and the SQL that uses it."""
 
-    def __init__(self, spark: SparkSession, folder: Path):
+    def __init__(self, spark: SparkSession, folder: Path, settings: Settings | None = None):
         self.spark, self.folder = spark, folder
+        self.settings = settings = settings or Settings()
         self.name = f"sse-{uuid.uuid4().hex}"
-        self.on = (os.environ.get("SSE_SEEN_FILTER", "1") != "0"
-                   and spark.sparkContext.master.startswith("local") and jvm_ext.has_class(spark, "SeenSet"))
+        self.on = (settings.seen_filter and spark.sparkContext.master.startswith("local") and jvm_ext.has_class(spark, "SeenSet"))
         self.count = 0  # fingerprints in the JVM's set
-        self.repeats = self.on and os.environ.get("SSE_LEVEL_FILTER", "1") != "0"
+        self.repeats = self.on and settings.level_filter
         self._class = self._add_bytes = self._level = None
 
     def _jvm(self):
@@ -97,7 +95,7 @@ class SeenFilter:
         """Add the fingerprints ``fps`` (columns ``_fp``, ``_fp2``) to the JVM's set."""
         if not self.on or fps.num_rows == 0:
             return
-        if fps.num_rows <= BYTES_MAX:  # a small level's: in the call itself
+        if fps.num_rows <= self.settings.seen_filter_call_max:  # a small level's: in the call itself
             if self._add_bytes is None:
                 self._add_bytes = self._jvm().addBytes  # (Py4J looks a member up with a call of its own)
             self.count = int(self._add_bytes(self.name, bytearray(pairs_array(fps).tobytes())))

@@ -241,21 +241,19 @@ def _image(schema: StructType, shapes: dict[str, SymmetryShape],
     return f"named_struct({fields})"
 
 
-# Up to this many permutations (4! or 3! x 2!), each is written out as literals; above, one lambda
-# over the permutations' array keeps the SQL (and the code Spark generates) from growing with them.
-LITERAL_PERMUTATIONS = 24
-
-
 def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryShape],
-                                 sets: dict[str, list[str]]) -> list[list[str]]:
+                                 sets: dict[str, list[str]], *, using: str,
+                                 literal_permutations: int = 24) -> list[list[str]]:
     """Projections, in order: the smallest permutation of the state as ``_q``, then its fingerprint
     as ``_fp`` and ``_fp2`` (one projection, so the two hashes share one evaluation of the state's
-    text). Each permutation is spelt out with literals (see ``_LiteralPermuter``); beyond
-    LITERAL_PERMUTATIONS, the lambda form, which picks the same image."""
-    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], prefix="_q.")
+    text) in the fingerprint scheme ``using``. Up to ``literal_permutations`` permutations (4! or
+    3! x 2!) each is spelt out with literals (see ``_LiteralPermuter``); beyond, one lambda over the
+    permutations' array keeps the SQL (and the code Spark generates) from growing with them, and
+    picks the same image."""
+    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], prefix="_q.", using=using)
     hashed = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
     perms = _permutation_data(sets)
-    if len(perms) > LITERAL_PERMUTATIONS:
+    if len(perms) > literal_permutations:
         return [[f"{_smallest_image_lambda_sql(schema, shapes, sets)} AS _q"], *hashed]
 
     def lit(mapping, positions):
@@ -278,7 +276,7 @@ def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryS
 def _smallest_image_lambda_sql(schema: StructType, shapes: dict[str, SymmetryShape],
                                sets: dict[str, list[str]]) -> str:
     """The smallest permutation of the state, as one expression: a ``transform`` over a literal
-    array of the permutations (the form used beyond LITERAL_PERMUTATIONS).
+    array of the permutations (the form used beyond ``literal_permutations``).
 
     "Smallest" orders the images first by a cheap key (see ``_cheap_key``), then by the whole
     permuted state; only the permutations that give the smallest cheap key are applied in full.

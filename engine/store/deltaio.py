@@ -3,11 +3,10 @@ classes are on Spark's classpath (Databricks, or a session started with delta-sp
 through delta-rs, which lists the table's current Parquet files for Spark to read. Both see the
 same table: delta-rs resolves the log exactly as the connector does (adds minus removes).
 
-``SSE_DELTA=native`` or ``SSE_DELTA=delta-rs`` forces one path; the default, ``auto``, probes.
+The setting ``delta`` (SSE_DELTA) ``native`` or ``delta-rs`` forces one path; the default, ``auto``, probes.
 """
 from __future__ import annotations
 
-import os
 
 import pyarrow as pa
 
@@ -16,18 +15,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from engine.errors import UsageError, WarehouseError
+from engine.errors import WarehouseError
+from engine.settings import Settings
 
 __all__ = ["delta_mode", "read_delta"]
 
 _CONNECTOR_CLASS = "io.delta.tables.DeltaTable"
 
 
-def delta_mode(spark: SparkSession) -> str:
+def delta_mode(spark: SparkSession, settings: Settings | None = None) -> str:
     """``native`` when the Delta connector can read and write for this session, else ``delta-rs``."""
-    forced = os.environ.get("SSE_DELTA", "auto")
-    if forced not in ("auto", "native", "delta-rs"):
-        raise UsageError(f"SSE_DELTA={forced!r}: expected auto, native or delta-rs")
+    forced = (settings or Settings()).delta
     if forced != "auto":
         return forced
     jvm = getattr(spark, "_jvm", None)
@@ -40,9 +38,10 @@ def delta_mode(spark: SparkSession) -> str:
     return "native"
 
 
-def read_delta(spark: SparkSession, path: str, schema: StructType | None = None) -> DataFrame:
+def read_delta(spark: SparkSession, path: str, schema: StructType | None = None,
+               settings: Settings | None = None) -> DataFrame:
     """The table's current rows as a DataFrame; ``schema`` types an empty table."""
-    if delta_mode(spark) == "native":
+    if delta_mode(spark, settings) == "native":
         try:
             return spark.read.format("delta").load(path)
         except Exception as exc:

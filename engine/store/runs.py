@@ -28,6 +28,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from engine.errors import RunLockedError, WarehouseError
+from engine.model.loader import default_models_root
+from engine.settings import Settings
 
 __all__ = ["ENGINE_COLUMNS", "RunStore", "check_warehouse", "states_spark_schema"]
 
@@ -64,6 +66,14 @@ def states_spark_schema(state: StructType) -> StructType:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def default_warehouse(settings: Settings | None = None) -> Path:
+    """Where runs go unless told: the setting ``warehouse`` (SSE_WAREHOUSE), else ``warehouse/`` beside
+    the models."""
+    if settings is not None and settings.warehouse is not None:
+        return Path(settings.warehouse)
+    return default_models_root(settings) / "warehouse"
 
 
 def check_warehouse(path: Path) -> Path:
@@ -110,7 +120,9 @@ def sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
 
 
 class RunStore:
-    def __init__(self, warehouse: Path, model: str, run_id: str, state_schema: StructType):
+    def __init__(self, warehouse: Path, model: str, run_id: str, state_schema: StructType,
+                 settings: Settings | None = None):
+        self.settings = settings or Settings()
         self.warehouse = Path(warehouse).resolve()
         self.root = self.warehouse / model / run_id
         self.run_id = run_id
@@ -133,6 +145,16 @@ class RunStore:
         self._levels_committed = 0
 
     # --- lifecycle -------------------------------------------------------------------------
+    @staticmethod
+    def stored_spec(root: Path) -> dict[str, Any]:
+        """What the run at ``root`` was started with (its run.json), or {} for a new run."""
+        try:
+            return json.loads((Path(root) / "run.json").read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            raise WarehouseError(f"{Path(root) / 'run.json'}: unreadable ({exc}); start the run over with --fresh") from None
+
     def open(self, spec_json: dict[str, Any]) -> None:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -233,7 +255,7 @@ class RunStore:
 
     def commit_level(self, fig: LevelFigures) -> None:
         """Commit the Parquet files Spark wrote for ``fig.depth``; a repeat is a no-op."""
-        _test_hook("before-commit", fig.depth)
+        _test_hook(self.settings, "before-commit", fig.depth)
         if self.committed_depth() >= fig.depth:
             self._load_files()
             return
@@ -266,7 +288,7 @@ class RunStore:
         dt.update_incremental()  # the held table does not see its own commit otherwise
         self._committed = fig.depth
         self._files[fig.depth] = sorted(a.path for a in actions)
-        _test_hook("after-commit", fig.depth)
+        _test_hook(self.settings, "after-commit", fig.depth)
         self._append_levels([fig])
 
     def _check_file_schema(self, path: Path, schema: pa.Schema) -> None:
@@ -355,15 +377,15 @@ def _types_match(a: pa.DataType, b: pa.DataType) -> bool:
     return a.equals(b)
 
 
-def _test_hook(point: str, depth: int) -> None:
-    """For the resume tests: ``SSE_KILL_AT=POINT:DEPTH`` makes this process kill itself (SIGKILL, as a
-    crash would) and ``SSE_HOLD_AT=POINT:DEPTH`` makes it wait there until it is killed. POINT is
-    ``before-commit`` (the level's Parquet files are written, not committed) or ``after-commit``
-    (the states commit is done, the levels table's row is not)."""
+def _test_hook(settings: Settings, point: str, depth: int) -> None:
+    """For the resume tests: the setting ``kill_at=POINT:DEPTH`` (SSE_KILL_AT) makes this process kill
+    itself (SIGKILL, as a crash would) and ``hold_at=POINT:DEPTH`` (SSE_HOLD_AT) makes it wait there
+    until it is killed. POINT is ``before-commit`` (the level's Parquet files are written, not
+    committed) or ``after-commit`` (the states commit is done, the levels table's row is not)."""
     here = f"{point}:{depth}"
-    if os.environ.get("SSE_KILL_AT") == here:
+    if settings.kill_at == here:
         os.kill(os.getpid(), signal.SIGKILL)
-    if os.environ.get("SSE_HOLD_AT") == here:
+    if settings.hold_at == here:
         print(f"holding at {here} (SSE_HOLD_AT)", file=sys.stderr, flush=True)
         while True:
             time.sleep(1)

@@ -22,7 +22,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from engine.model.assume import check_assumptions
 from engine.errors import UsageError
 from engine.search.expand import PARENT_TYPE, compile_model
-from engine.search.fingerprint import fingerprint_sql
+from engine.search.fingerprint import JSON, fingerprint_sql
 from engine.traces.itf import ANY, from_itf, parse_shape, read_itf
 from engine.model.loader import RunSpec
 from engine.runtime.session import checkpoint, declare_constants
@@ -85,7 +85,8 @@ def replay(spark: SparkSession, spec: RunSpec, rows: list[dict[str, Any]]) -> Re
     cm = compile_model(spark, spec.model)
     schema = cm.schema
     names = [f.name for f in schema.fields]
-    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields])
+    # Any scheme compares the trace's states with the successors of this one job: JSON needs no JVM helper.
+    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], using=JSON)
 
     with_step = StructType([*schema.fields, StructField("_step", LongType())])
     trace_df = spark.createDataFrame([tuple(r[n] for n in names) + (i,) for i, r in enumerate(rows, 1)],

@@ -1,6 +1,6 @@
 """Benchmark model checks: wall time, Spark start-up, throughput, per-level fixed cost, memory, bytes.
 
-    python pipelines/benchmark.py [CASE ...] [--master local[2]] [--cpus N] [--repeat N] [--small 1000] [--no-record]
+    python benchmarks/benchmark.py [CASE ...] [--master local[2]] [--cpus N] [--repeat N] [--small 1000] [--no-record]
                                   [--models DIR] [--run-dir DIR] [--sample 5]
 
 A CASE is ``MODEL[:CONFIG][+CONST=VALUE...]``, for example ``ledger_chaining`` (its default
@@ -8,10 +8,7 @@ configuration) or ``ledger_chaining+Clients=c1,c2+LedgerLimit=3``. Every case ru
 temporary warehouse, in one Spark session (its start-up is paid once and reported with each case).
 
 For each case it prints: the result and TLC's figures (distinct, generated, depth), wall time
-(start-up included), Spark start-up (and whether the JVM mapped its class archive, engine.runtime.class_archive;
-how many generated sources' classes were defined from disk and how many compiled, engine.runtime.session's
-code cache; how many SQL texts the parse cache read back and how many Spark parsed), states
-generated and distinct states per second, the median and worst fixed cost per level (the time of
+(start-up included), Spark start-up, states generated and distinct states per second, the median and worst fixed cost per level (the time of
 levels that generated fewer than ``--small`` states: the engine's overhead, not work on states),
 CPU seconds of the whole process tree (driver, JVM, Python workers: a figure that stays
 meaningful when the machine is shared, unlike wall time), peak resident memory of the JVM driver
@@ -60,9 +57,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine.search.loop import check  # noqa: E402
 from engine.model.loader import load_model, parse_case, resolve_run  # noqa: E402
-import engine.runtime.class_archive as class_archive  # noqa: E402
-from engine.runtime.session import code_cache_counts, parse_cache_counts  # noqa: E402
 from engine.runtime.session import get_spark  # noqa: E402
+from engine.settings import Settings  # noqa: E402
 
 _TCK = os.sysconf("SC_CLK_TCK")
 
@@ -258,7 +254,9 @@ def pin_cpus(n: int) -> list[int]:
 
 
 def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None,
-             models: Path | None = None, run_dir: Path | None = None, sample_every: float = 5.0) -> dict:
+             models: Path | None = None, run_dir: Path | None = None, sample_every: float = 5.0,
+             settings: Settings | None = None) -> dict:
+    settings = settings or Settings()
     model_name, config, sets = parse_case(case)
     spec = resolve_run(load_model(model_name, models), config, sets, None, deadlock)
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
@@ -268,15 +266,13 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         sampler = MemorySampler(spark, jvm_pid, sample_every)
         c0, t0 = cpu_seconds(), time.time()
         sampler.t0 = t0
-        code0, parse0 = code_cache_counts(spark), parse_cache_counts(spark)
         sampler.start()
         try:
-            out = check(spec, wh, spark=spark, fresh=True)
+            out = check(spec, wh, settings=settings, spark=spark, fresh=True)
         finally:
             samples = sampler.stop()
         search = time.time() - t0
         cpu = cpu_seconds() - c0
-        code1, parse1 = code_cache_counts(spark), parse_cache_counts(spark)
         by_kind = sampler.cpu_by_kind()
         other = sampler.other_by_name()
         from deltalake import DeltaTable
@@ -289,11 +285,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "constants": " ".join(f"{k}={v}" for k, v in sorted(spec.constants.items())),
         "result": out.result, "distinct": out.distinct_states, "generated": out.states_generated,
         "depth": out.depth, "levels": len(levels),
-        "wall_s": startup + search, "startup_s": startup, "class_archive": class_archive.status(),
-        "code_cache": (f"{code1['hits'] - code0['hits']} sources from disk, "
-                       f"{code1['compiled'] - code0['compiled']} compiled" if code0 and code1 else "off")
-                      + (f"; parse cache: {parse1['hits'] - parse0['hits']} texts read back, "
-                         f"{parse1['parsed'] - parse0['parsed']} parsed" if parse0 and parse1 else ""),
+        "wall_s": startup + search, "startup_s": startup,
         "cpus": len(os.sched_getaffinity(0)),
         "jvm_cpus": int(spark._jvm.java.lang.Runtime.getRuntime().availableProcessors()),
         "search_s": search, "cpu_s": cpu,
@@ -317,7 +309,7 @@ def show(r: dict, small: int) -> None:
     print(f"result             {r['result']}: {r['distinct']:,} distinct, {r['generated']:,} generated, "
           f"depth {r['depth']}")
     print(f"wall time          {r['wall_s']:.1f} s (Spark start-up {r['startup_s']:.1f} s, search {r['search_s']:.1f} s; "
-          f"class archive {r['class_archive']}; code cache: {r.get('code_cache', 'off')})")
+          ")")
     print(f"cpu time           {r['cpu_s']:.1f} s (driver, JVM and Python workers, search only), "
           f"on {r['cpus']} of {os.cpu_count()} CPUs (the JVM sees {r['jvm_cpus']})")
     print("cpu by thread      " + ", ".join(f"{THREAD_KIND_NAMES[k]} {r[f'cpu_{k}_s']:.1f} s" for k in THREAD_KIND_NAMES)
@@ -385,7 +377,10 @@ def main(argv: list[str] | None = None) -> int:
             p.error(str(exc))
 
     t0 = time.time()
-    spark = get_spark(args.master)
+    settings = Settings.from_env()
+    if args.master:
+        settings = settings.replace(master=args.master)
+    spark = get_spark(settings)
     startup = time.time() - t0
     master = spark.sparkContext.master
     rows = []
@@ -393,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.repeat):
             # A repeat's wall time has no start-up: the session is up, as in an engine server.
             r = run_case(spark, case, startup if i == 0 else 0.0, args.small, False if args.no_deadlock else None,
-                         args.models, args.run_dir, args.sample)
+                         args.models, args.run_dir, args.sample, settings)
             r["repeat"] = i
             show(r, args.small)
             rows.append(r)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pipelines"))
 
 from engine.runtime.jvm_ext import jdk_tool  # noqa: E402
-from engine.runtime.session import JAVA_OPTIONS  # noqa: E402
+from engine.settings import JAVA_OPTIONS  # noqa: E402
 from profile_stacks import summarize  # noqa: E402
 
 TASK_THREAD = "Executor task launch worker"
