@@ -1,6 +1,6 @@
 """The engine against TLC on the same configuration, cold, end to end, in alternating pairs.
 
-    python pipelines/versus_tlc.py CASE --tlc tla2tools.jar --spec-dir DIR [--cfg FILE] [--pairs 3]
+    python benchmarks/versus_tlc.py CASE --tlc tla2tools.jar --spec-dir DIR [--cfg FILE] [--pairs 3]
                                    [--first tlc|engine] [--workers 2] [--java java] [--warehouse DIR]
                                    [--server [--warm-ups 3]] [--no-record]
 
@@ -30,7 +30,7 @@ cold. This is the engine's search without Spark's start-up and with the JVM's co
 7's target is for the cold run, and this says how much of the cold run is start-up and warm-up.
 
 CASE is the benchmark's: ``MODEL[:CONFIG]``. The configuration's TLC file is
-``../shared/oracle/cfg/<CONFIG>.cfg`` beside the checkout unless ``--cfg`` names one; a case with
+``benchmarks/tlc_cfg/<CONFIG>.cfg`` (the reference runs' configurations) unless ``--cfg`` names one; a case with
 ``+CONST=VALUE`` overrides needs a ``--cfg`` of its own. CPU seconds are those of each process tree
 (``os.wait4``). Both must find the same result, and for a run without a finding the same distinct
 states, states generated and depth (with more than one TLC worker, a depth at most TLC's: its depth
@@ -55,14 +55,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "pipelines"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from benchmark import _stat_fields, cpu_seconds, descendants, record, stat_cpu_seconds  # noqa: E402
 import engine.cli.client as engine_server  # noqa: E402
 from engine.errors import EXIT_DEADLOCK, EXIT_OK, EXIT_VIOLATION, EngineError  # noqa: E402
 from engine.model.loader import load_model, parse_case, resolve_run  # noqa: E402
 
-ORACLE_CFG = ROOT.parent / "shared" / "oracle" / "cfg"
+# TLC's configuration files of the reference runs, one per named configuration.
+ORACLE_CFG = ROOT / "benchmarks" / "tlc_cfg"
 TARGET = 1.5  # issue 7: ledger chaining within 1.5x TLC's time
 
 
@@ -312,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spec-dir", type=Path, default=os.environ.get("SSE_TLC_SPECS"),
                    help="the folder with the spec's modules (default: $SSE_TLC_SPECS)")
     p.add_argument("--cfg", type=Path, default=None, help="TLC's configuration file "
-                   "(default: ../shared/oracle/cfg/<CONFIG>.cfg beside the checkout)")
+                   "(default: benchmarks/tlc_cfg/<CONFIG>.cfg)")
     p.add_argument("--pairs", type=int, default=3, help="runs of each, alternating (default 3)")
     p.add_argument("--first", choices=("tlc", "engine"), default="tlc",
                    help="which runs first in the first pair (the order swaps each pair; default tlc)")

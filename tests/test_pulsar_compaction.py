@@ -138,7 +138,7 @@ def test_bad_constants_are_refused_before_anything_is_written(capsys, tmp_path):
     wh = tmp_path / "wh"
     code, out, err = run_cli(capsys, "check", MODEL, "--warehouse", str(wh), "--set", "KeySpace=0,1")
     assert code == 2
-    assert "ASSUME ConstantsAssumption" in err and "ConstantsAssumption.sql" in err and "KeySpace={0,1}" in err
+    assert "ASSUME ConstantsAssumption" in err and "ConstantsAssumption.sql" in err and "KeySpace={0, 1}" in err
     assert not (wh / MODEL).exists()
     code, out, err = run_cli(capsys, "check", MODEL, "--warehouse", str(wh), "--set", "ModelProducer=3")
     assert code == 2 and "constant ModelProducer has type bool: '3' is not TRUE or FALSE" in err

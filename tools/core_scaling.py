@@ -1,13 +1,13 @@
 """What Spark itself gets from a second core on this machine: the ceiling for the engine's
 local[1] to local[2] figure.
 
-    python pipelines/core_scaling.py [--rows 6000000] [--repeat 3]
+    python tools/core_scaling.py [--rows 6000000] [--repeat 3]
 
 It runs one CPU-bound job, like the fingerprints' (xxhash64 of the JSON text of nested structs, 24
 partitions, no shuffle, nothing written), ``--repeat`` times in a fresh ``local[1]`` process and
 then in a fresh ``local[2]`` one, and prints each time and the ratio of the warm medians (the
 first run of each pays the JIT's warm-up). The engine's own figure is
-``python pipelines/benchmark.py CASE --master local[1]`` against the same without ``--master``.
+``python benchmarks/benchmark.py CASE --master local[1]`` against the same without ``--master``.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """How well a run's Spark jobs keep the cores busy, from Spark's event log.
 
     SSE_EVENT_LOG=DIR python -m engine check MODEL [--config C] --fresh   # writes DIR/<app id>/events_*
-    python pipelines/event_log_balance.py DIR [--cores 2] [--min-wall 1.0] [--gaps 0.3]
+    python tools/event_log_balance.py DIR [--cores 2] [--min-wall 1.0] [--gaps 0.3]
 
 For each job that ran at least ``--min-wall`` seconds it prints: the job's stages' names, its wall
 time, its tasks, the tasks' busy time over ``cores`` × wall (1.00: every core busy from the job's

@@ -70,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    # The exit status is the command line's: a violation (12) or deadlock (11) fails the task,
-    # so the job's audit task, which depends on it, does not run on a run that found an error.
+    # The exit status is the command line's: a violation (12) or deadlock (11) fails the task. The
+    # bundle's audit and report tasks run after it all the same (run_if: ALL_DONE): a run that found
+    # an error is audited and reported too.
     return cli.main(cli_argv)
 
 

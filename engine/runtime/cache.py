@@ -1,5 +1,4 @@
-"""The engine's cache folder on this machine (compiled JVM helpers, Spark's class archive, the Java
-launcher, the server's socket)."""
+"""The engine's cache folder on this machine: its compiled JVM helpers and the engine server's socket."""
 from __future__ import annotations
 
 import os

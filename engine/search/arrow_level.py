@@ -2,7 +2,7 @@
 
 A level of a few thousand states costs Spark about a second a job: planning, scheduling and the
 shuffles of a group-by and an anti-join over a handful of rows. When a level's successors are
-expected to fit in ``checker.ARROW_LEVEL_BYTES``, the search runs the actions' SQL on Spark in one
+expected to fit in the setting ``arrow_level_bytes``, the search runs the actions' SQL on Spark in one
 job (fingerprints included), collects the successors as Arrow, and does the rest here with Arrow's
 own relational operators (``pyarrow.compute`` sorts, Acero's hash group-by and anti-join): the same
 first-per-state rule and TLC order as the Spark stages in ``checker``.

@@ -591,7 +591,7 @@ class HeldExpansion:
 
     def prepare(self, annotate: bool) -> None:
         """Plan the union (once per ``annotate``) over the frontier files; call it outside
-        ``checker.interpreted`` so that the plan keeps Spark's generated code."""
+        ``engine.search.loop.interpreted`` so that the plan keeps Spark's generated code."""
         if annotate in self._plans:
             return
         self._write_missing()

@@ -20,8 +20,8 @@ Columns of types that neither writes exactly and distinctly (floating point: -0.
 decimals, dates, times, binary) are hashed with an explicit null flag and length per value
 (``encode_args``). Two 64-bit hashes seeded differently make the fingerprint 128 bits: with N
 distinct states the chance that any two share a fingerprint is about N^2 / 2^129 (below 1e-20 for a
-billion states). The scheme is part of every run id: a warehouse fingerprinted by another is not
-resumed.
+billion states). A run keeps the scheme it started with (its run.json): resumed, it fingerprints
+the same way, so its stored fingerprints stay comparable.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ __all__ = ["ROW_BYTES", "JSON", "encode_args", "fingerprint_note", "fingerprint_
            "scheme", "scheme_name"]
 
 ROW_BYTES, JSON = "row-bytes", "json"
-# Recorded in every run id: a warehouse fingerprinted by another scheme is not resumed.
+# The names recorded in a run's run.json and reports.
 _SCHEME_NAMES = {ROW_BYTES: "unsaferow-xxhash64x2", JSON: "json-positional-nonull-xxhash64x2"}
 _NOTES = {
     ROW_BYTES: "two differently seeded xxhash64 over the state in Spark's binary row format (UnsafeRow)",
@@ -56,7 +56,7 @@ def scheme(settings: Settings, spark=None) -> str:
 
 
 def scheme_name(using: str) -> str:
-    """A scheme's name as recorded in run ids."""
+    """A scheme's name as recorded in a run's run.json and reports."""
     return _SCHEME_NAMES[using]
 
 

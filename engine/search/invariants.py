@@ -77,7 +77,7 @@ class InvariantSuite:
             ))
         self._vd = ctx.validation_definitions.add(
             gx.ValidationDefinition(name=f"{model_name}.invariants.level", data=batch_def, suite=suite))
-        # A small level is validated where the search holds it, on the driver (checker.ARROW_LEVEL):
+        # A small level is validated where the search holds it, on the driver (engine.search.arrow_level):
         # the same suite over a pandas batch of its invariant columns, 0.03 s against 0.3 s on Spark.
         local = ctx.data_sources.add_pandas(f"{model_name}_level_arrow")
         local_batch = local.add_dataframe_asset("level").add_batch_definition_whole_dataframe("whole_level")

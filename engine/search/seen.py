@@ -1,9 +1,8 @@
 """The seen states' fingerprints, kept hash-partitioned and sorted for the level's anti-join.
 
 A plain anti-join of a level against the stored states shuffles and sorts the whole seen table
-every level once it is too large to broadcast: its cost per new state grows with the table
-(``pipelines/antijoin_scaling.py``: 10 to 14 times from 100 thousand to 10 million seen states). Above
-``INDEX_FROM`` seen states the search keeps their fingerprints instead in a few fragments, each
+every level once it is too large to broadcast: its cost per new state grows with the table. Above
+``index_from`` (a setting) seen states the search keeps their fingerprints instead in a few fragments, each
 hash-partitioned by fingerprint into the same partitions and sorted within them. A level's states
 are shuffled into those partitions and sorted (the level is small next to the table), then
 checked against each fragment in turn; the seen states are neither shuffled nor sorted again.

@@ -18,7 +18,7 @@ import org.apache.spark.sql.execution.arrow.ArrowConverters$;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * The held expansion's frontier (engine/expand.py): a file the driver writes as an Arrow IPC stream
+ * The held expansion's frontier (engine/search/expand.py): a file the driver writes as an Arrow IPC stream
  * before each level, read whole by the level's job and decoded by Spark's own Arrow reader into
  * rows. Each job reads what the file holds when it runs (the reader opens the file and reads it to
  * its end), so the plan over it is made once per run. Arrow instead of JSON text: no text to parse

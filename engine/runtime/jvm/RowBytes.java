@@ -24,7 +24,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * row format. For a given type the format is a function of the value alone (null fields and padding
  * are zeroed; Spark's hash aggregation compares these bytes to group rows) and can be read back, so
  * two different values never give the same bytes. The engine hashes them with {@code xxhash64}
- * (engine/fingerprint.py): a state's fingerprint without writing it as JSON text first.
+ * (engine/search/fingerprint.py): a state's fingerprint without writing it as JSON text first.
  */
 public final class RowBytes extends Expression implements java.io.Serializable {
     private static final long serialVersionUID = 1L;

@@ -29,7 +29,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The seen states' fingerprints as sorted arrays (engine/seen.py): a fragment is an RDD with one
+ * The seen states' fingerprints as sorted arrays (engine/search/seen.py): a fragment is an RDD with one
  * {@link Run} a partition, the fingerprints Spark hash-partitioned by {@code (_fp, _fp2)} into that
  * partition, sorted, held as two {@code long[]}. A level's states, hash-partitioned the same way and
  * sorted, are probed against each fragment's run of their partition by galloping search: a handful

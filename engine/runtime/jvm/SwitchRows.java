@@ -15,7 +15,7 @@ import java.util.ArrayList;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * A held frontier (engine/expand.py): an RDD of a fixed number of partitions whose rows are another
+ * A held frontier (engine/search/expand.py): an RDD of a fixed number of partitions whose rows are another
  * RDD's, the one {@link #setTarget} or {@link #retargetOnce} named last. The union of every action
  * is planned once over it; before each level the driver points it at the level's frontier: a
  * Spark level's checkpoint of that many partitions (HeldRows), or a small level's Arrow files, a
