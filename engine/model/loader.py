@@ -67,7 +67,7 @@ class Variable:
     doc: str = ""
     tla: str = ""
     itf: str = ""   # how the value is written in ITF traces (engine.traces.itf), when Spark's type does not say
-    symmetry: Any = None  # how a permutation of the symmetry sets acts on it (engine/symmetry.py)
+    symmetry: Any = None  # how a permutation of the symmetry sets acts on it (engine/search/symmetry.py)
 
 
 @dataclass(frozen=True)

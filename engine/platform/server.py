@@ -6,13 +6,12 @@
 
 A command that starts Spark (``check``, ``audit``, ``replay``, ``sql``) pays for the JVM's start, the
 engine's jar and Spark's own classes being loaded, and HotSpot compiling Spark's planner, the
-actions' generated code and the Arrow writers again: on ledger chaining about half of a 29 s run
-(the same check run again in the same process took 14.1 to 15.0 s). ``serve`` keeps that driver up;
-the command line sends its arguments to it over a Unix socket and prints what the command prints,
-with the command's own exit status. Each command runs in a Spark session of its own (its SQL
-settings, the model's constants as SQL variables, its temporary views), sharing the driver's JVM,
-its compiled code and Spark's cache of generated classes. Commands run one at a time, in the order
-they arrive.
+actions' generated code and the Arrow writers again, a large share of a short run's time.
+``serve`` keeps that driver up; the command line sends its arguments to it over a Unix socket and
+prints what the command prints, with the command's own exit status. Each command runs in a Spark
+session of its own (its SQL settings, the model's constants as SQL variables, its temporary views),
+sharing the driver's JVM, its compiled code and Spark's cache of generated classes. Commands run
+one at a time, in the order they arrive.
 
 The command line uses a server when one listens at the socket (``$SSE_SERVER``, default
 ``<cache>/sse/server.sock``) and runs the same engine code (a digest of ``engine/``), the same
@@ -219,7 +218,7 @@ class _Server:
 
     def warm(self, cases: list[str], models: Path | None) -> None:
         """Check each case once into a folder thrown away, so that the first commands find the JVM's code
-        compiled (ledger chaining: a first command 21.8 s, the next ones 14.1 to 15.0)."""
+        compiled."""
         import tempfile
         with self.busy, tempfile.TemporaryDirectory(prefix="sse-warm-") as tmp:
             for case in cases:

@@ -8,7 +8,7 @@
 
 The sources are compiled with the JDK's ``javac`` against the installed PySpark's jars
 into ``sse-ext-<digest>.jar`` in the engine's cache folder (``$XDG_CACHE_HOME/sse``, or
-``~/.cache/sse``; the setting ``jvm_ext`` names another folder): about 3 s, once; the digest covers the
+``~/.cache/sse``; the setting ``jvm_ext`` names another folder), once; the digest covers the
 source, PySpark's version and the compiler, so a new one of either makes a new jar. The jar goes on
 the class path of the JVM PySpark starts; in a JVM that is already running (a Databricks cluster) it
 is added with ``ADD JAR`` and the function registered through the session's class loader.

@@ -110,9 +110,9 @@ def size_codegen_cache(spark: SparkSession) -> None:
     """Make Spark's cache of generated classes as large as ``spark.sql.codegen.cache.maxEntries`` says.
 
     Spark sizes that cache once, when its code generator is first used, from the SQL settings of
-    the thread that uses it; in the engine's runs that thread's settings were not the session's, and
-    the cache held Spark's default of 100 classes: a search whose levels ran in Spark compiled the
-    same code again each level. Loading the code generator here, on the thread that made the
+    the thread that uses it; in the engine's runs that thread's settings need not be the session's,
+    and the cache would hold Spark's default of 100 classes: a search whose levels run in Spark would
+    compile the same code again each level. Loading the code generator here, on the thread that made the
     session, sizes it by the session's setting. (Classic Spark only: it reaches the JVM.)"""
     jvm = spark._jvm
     jvm.java.lang.Class.forName(CODEGEN, True, jvm.java.lang.Thread.currentThread().getContextClassLoader())
@@ -126,14 +126,13 @@ ROWS_AS_OBJECTS = StorageLevel(True, True, False, True, 1)
 def checkpoint(df: DataFrame, as_objects: bool = False) -> DataFrame:
     """``df`` materialized and cut from its plan, kept serialized: a few byte arrays a partition, in
     memory and spilled to disk beyond it. Spark's default for a checkpoint keeps rows as objects,
-    which the collector traces at every full collection: bookkeeper's largest level's successors
-    (2.5 to 3 GB) held that way kept the heap's live set high, and the collector took 23 % of the
-    tasks' time on two cores (README: One core against two).
+    which the collector traces at every full collection: a large level's successors held that way
+    keep the heap's live set high, and the collector takes its time from the tasks'.
 
     ``as_objects``: rows kept as objects (still spilled to disk, serialized, beyond memory), for a
     checkpoint of moderate size read many times: a level's new states, which every action's branch
-    of the next level reads (serialized, each read of a row was a copy through Java's
-    ObjectInputStream: 13 % of bk_v413_rrf's task time in JFR)."""
+    of the next level reads (serialized, each read of a row is a copy through Java's
+    ObjectInputStream)."""
     return df.localCheckpoint(eager=True, storageLevel=ROWS_AS_OBJECTS if as_objects
                               else StorageLevel.MEMORY_AND_DISK)  # PySpark's: serialized
 
@@ -141,7 +140,7 @@ def checkpoint(df: DataFrame, as_objects: bool = False) -> DataFrame:
 def persistent_rdd_ids(spark: SparkSession) -> set[int]:
     """The ids of the RDDs Spark keeps cached (checkpoints among them), in one Py4J call: the Java
     set's own ``toString`` (iterating the map, or Py4J's ``str()`` of its key set, is a call per
-    entry: 20 ms a level on ledger chaining, where a small level costs 0.1 to 0.15 s in all)."""
+    entry)."""
     return {int(x) for x in re.findall(r"-?\d+", spark.sparkContext._jsc.getPersistentRDDs().keySet().toString())}
 
 

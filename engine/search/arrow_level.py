@@ -1,19 +1,18 @@
 """A small level's de-duplication, anti-join and ordering on the driver, over Arrow tables.
 
-A level of a few thousand states costs Spark about a second a job: planning, scheduling and the
+A level of a few thousand states costs Spark far more than its rows: planning, scheduling and the
 shuffles of a group-by and an anti-join over a handful of rows. When a level's successors are
 expected to fit in the setting ``arrow_level_bytes``, the search runs the actions' SQL on Spark in one
 job (fingerprints included), collects the successors as Arrow, and does the rest here with Arrow's
 own relational operators (``pyarrow.compute`` sorts, Acero's hash group-by and anti-join): the same
-first-per-state rule and TLC order as the Spark stages in ``checker``.
+first-per-state rule and TLC order as the Spark stages in ``engine.search.loop``.
 
 The anti-join's other side is the driver's copy of the seen states' fingerprint columns, read from
 the states table and grown by each committed level: what a broadcast hash join would build, kept
 across levels instead of rebuilt by a Spark job each time. It is held only while the run has fewer
-than ``driver_seen_max`` states (a setting) (16 bytes each, 64 MB at most); past that the driver lets it go and
-small levels are anti-joined against Spark's seen index, so the driver's memory stays flat. (An
-anti-join of a handful of states against the index is a Spark job merging past every seen
-fingerprint: 2.5 to 3 s a level on bk_v413_rrf's last levels, 3.5 million states seen.)
+than ``driver_seen_max`` states (a setting; 16 bytes each, 64 MB at the default); past that the
+driver lets it go and small levels are anti-joined against Spark's seen index, so the driver's
+memory stays flat.
 """
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ TLC_ORDER = [("_key", "ascending"), ("_fp", "ascending"), ("_fp2", "ascending")]
 
 
 def table_bytes(table: pa.Table) -> int:
-    """The size of ``table``'s buffers. (Not ``Table.nbytes``: pyarrow 26 crashed with a
+    """The size of ``table``'s buffers. (Not ``Table.nbytes``: pyarrow 26 crashes with a
     segmentation fault there, in ``ReferencedBufferSize``, on a nested list of strings as Spark
     sends bookkeeper v4.13's initial state.)"""
     return table.get_total_buffer_size()

@@ -68,9 +68,8 @@ def _spark_message(exc: Exception) -> str:
 
 
 def state_schema(spark: SparkSession, model: Model) -> StructType:
-    # Every declared type parsed in one call (ledger chaining's 9 variables: 0.03 to 0.05 s against
-    # 0.2 to 0.45 s one call a variable, warm; 1.2 s cold); variable by variable only to say which
-    # declaration Spark refuses.
+    # Every declared type parsed in one call (a call into the JVM each is slow); variable by variable
+    # only to say which declaration Spark refuses.
     try:
         whole = spark.createDataFrame([], ", ".join(f"`{v.name}` {v.type}" for v in model.variables)).schema
     except PySparkException:
@@ -179,9 +178,8 @@ def _analyze_all(spark: SparkSession, queries: list[tuple[SqlFile, str]],
                  threads: int = 0) -> list[StructType | ModelError]:
     """Each query's output schema, or the error that names its file, analyzed on
     ``planning_threads()`` threads at once (Spark's parser and analyzer are CPU work in the driver's
-    JVM, on the Py4J thread of each call; with the state's types in one call, ledger chaining's
-    ``compile_model`` took 0.74 to 0.91 s warm against 1.13 to 1.24 s). The caller raises the
-    errors (``_schema_of``) in the order it checks the files, as when they were analyzed one by one."""
+    JVM, on the Py4J thread of each call, so the queries analyze in parallel). The caller raises the
+    errors (``_schema_of``) in the order it checks the files, as if they were analyzed one by one."""
 
     def one(q: tuple[SqlFile, str]) -> StructType | ModelError:
         try:
@@ -317,7 +315,7 @@ def arrow_schema_of(df: DataFrame) -> pa.Schema:
 def collect_arrow(df: DataFrame, schema: pa.Schema) -> pa.Table:
     """``df.toArrow()`` for a DataFrame run again and again (a small level's job): the same transfer
     (Spark's Arrow batches through a local socket), without looking up two session settings and
-    setting the job's call site each time, about ten Py4J calls (5 to 10 ms a small level, cold)."""
+    setting the job's call site each time, about ten Py4J calls."""
     port, secret, server = df._jdf.collectAsArrowToPython()
     try:
         with _load_from_socket((port, secret), ArrowCollectSerializer()) as stream:
@@ -347,7 +345,7 @@ def union_by_part(spark: SparkSession, union: DataFrame, parts: int | None = Non
     """The actions' ``union`` over a frontier of ``parts`` partitions (any number, when None) with
     one partition per frontier partition, the j-th holding every action's successors of the j-th
     (Spark's ``SQLPartitioningAwareUnionRDD``): a task runs every action over its share of the
-    frontier, so the plan (every action's, megabytes for bookkeeper's 22) is deserialized and its
+    frontier, so the plan (every action's, large for a model of many actions) is deserialized and its
     operators' code generated once per part rather than once per action and part. None when the
     plan is not a union of one RDD per action with that many partitions each (an action that
     shuffles, a Spark before 4.1): the caller keeps ``union``. Only the tasks' shares of the work
@@ -359,8 +357,7 @@ def union_by_part(spark: SparkSession, union: DataFrame, parts: int | None = Non
     if plan.getClass().getSimpleName() == "UnionExec" and threads > 1:
         # Each action's branch generates its code (Spark writes its Java source) on a thread of its
         # own, as many at a time as the process has CPUs, where UnionExec makes them one after the
-        # other (bookkeeper_v4_13's 25 branches, warm: 4.1 to 4.5 s one by one, 3.0 to 3.4 s on two
-        # threads; at a cold start the JIT's threads hold the second core, and it gains little).
+        # other (at a cold start the JIT's threads hold the other cores, and it gains little).
         children = plan.children()
         with ThreadPoolExecutor(min(threads, children.size())) as pool:
             rdds = list(pool.map(lambda i: children.apply(i).execute(), range(children.size())))
@@ -451,8 +448,8 @@ class HeldRows:
     frontier: its leaf is ``sse.SwitchRows`` (engine/runtime/jvm/SwitchRows.java), an RDD whose rows are
     those of the RDD it was last pointed at. A Spark level's frontier is a checkpoint in the JVM
     (not the files the small levels' ``HeldExpansion`` reads), and analyzing, optimizing and
-    generating the code of the union of every action took the driver 1.5 to 2 s of CPU a level of
-    bookkeeper v4.13 (Flight Recorder), while that level's Parquet write ran on the cores."""
+    generating the code of the union of every action again each level is CPU work on the driver,
+    while that level's Parquet write runs on the cores."""
 
     def __init__(self, spark: SparkSession, parts: int, schema: StructType, switch=None):
         """``schema``: the frontiers' (the plan is made for it with every field nullable, so that it
@@ -483,15 +480,14 @@ class HeldExpansion:
     """The union of every action planned once per run, its job run again over each small level.
 
     A Spark query is analyzed, optimized and physically planned before it runs; for the union of
-    every action that cost 0.15 to 0.3 s a level on ledger chaining's 13 actions and more on
-    bookkeeper's 22, where running the job over a handful of states takes 0.05 s. Here the union
+    every action that costs more than running the job over a handful of states. Here the union
     (with what ``finish`` adds: fingerprints, invariants) is planned once, and each level runs the
     RDD of that plan again (``QueryExecution.toRdd``, wrapped in a DataFrame whose plan is that RDD)
     after putting the new frontier where the plan's leaf reads it.
 
     The leaf must read what is there when the job runs, not what was there when it was planned: a
     Parquet scan lists its files and their sizes at planning time, and a leaf computed in Python
-    costs a Python task (0.1 s) a level. So the frontier is ``parts`` files (one a core) of
+    costs a Python task a level. So the frontier is ``parts`` files (one a core) of
     consecutive states of the frontier with their ``_ord``, ``_fp`` and ``_fp2``, written on the
     driver from its Arrow copy, each read by a reader that reads a file whole, whatever its size when
     it was listed:
@@ -500,14 +496,14 @@ class HeldExpansion:
       to format or parse, and every column type reads back exactly;
     - without them, a JSON array written by Polars, read with ``wholeTextFiles`` and parsed by
       ``from_json`` (only for states whose every column reads back from JSON as the same value,
-      ``json_exact``; other models plan the union each level). Parsing it was 13 % of ledger
-      chaining's task time (JFR, 2026-11-25).
+      ``json_exact``; other models plan the union each level). Parsing it is a good share of the
+      tasks' time.
     The decoded frontier is cached in memory so that the actions' branches read it once: switched
     (the engine's default with its JVM functions), the leaf is a ``SwitchRows`` pointed before each
-    job at a new RDD over the files, kept as row objects for that job and dropped after it; otherwise
-    a view over the files is cached (``CACHE TABLE``), its RDD dropped and persisted again before
-    each level. Either way the level's job reads the new files, once each. The job's j-th task runs
-    every action over the j-th file (``_by_part``).
+    job at the files' RDD, whose rows each task keeps as row objects for its other branches
+    (``SwitchRows.retargetOnce``); otherwise a view over the files is cached (``CACHE TABLE``), its
+    RDD dropped and persisted again before each level. Either way the level's job reads the new
+    files, once each. The job's j-th task runs every action over the j-th file (``_by_part``).
 
     The successors name their parents' fingerprints: ``check_parents`` refuses successors that do
     not come from the frontier just written (stale data would be a wrong search, not a slow one).
@@ -656,7 +652,7 @@ class HeldExpansion:
             key = (annotate, None)
         if key not in self._frames:
             # Made once and run again: the plan's RDD is read anew by each job (a small level's
-            # DataFrame, planned afresh, cost 5 to 10 ms of Py4J calls).
+            # DataFrame, planned afresh, would cost Py4J calls every level).
             if key[1] == "first":
                 rdd = partitions_of(self.spark, rdd, [0])  # (every action over the first file)
             elif key[1] is not None:
@@ -669,11 +665,10 @@ class HeldExpansion:
         """``union`` in ``parts`` partitions, the j-th every action's successors of the j-th part of
         the frontier (``union_by_part``): each task parses its own part and runs every action over
         it, and the tasks have equal shares of the frontier whatever the actions cost (coalesced
-        into tasks of whole actions, the task that drew ledger chaining's two costliest actions ran
-        alone at the end of each level). When the union's plan is not a union of one RDD per action
-        with a partition per part (an action that shuffles), its partitions are coalesced into
-        ``tasks`` tasks instead. Only the tasks' shares of the work depend on this, not the
-        successors."""
+        into tasks of whole actions, the task that draws the costliest actions runs alone at the end
+        of each level). When the union's plan is not a union of one RDD per action with a partition
+        per part (an action that shuffles), its partitions are coalesced into ``tasks`` tasks
+        instead. Only the tasks' shares of the work depend on this, not the successors."""
         if self.by_part:
             if self._by_part_frame is not None and union is self._union:
                 return self._by_part_frame  # (switched: planned for the other ``annotate`` already)
@@ -691,8 +686,8 @@ class HeldExpansion:
         """The successors of ``frontier`` (the states with ``_ord``, ``_fp``, ``_fp2``), finished by
         ``finish(successors, annotate)``, as Arrow; in at most ``tasks`` tasks."""
         self.prepare(annotate)
-        # A handful of states (one task) in the first file, whose partition alone runs: one file
-        # split in two cost the counter's small levels about 15 ms each.
+        # A handful of states (one task) in the first file, whose partition alone runs: splitting
+        # them over files costs a small level more than it saves.
         self._write(frontier, split=tasks is None or tasks > 1)
         if self.switched:
             return self._run_switched(annotate, tasks)
@@ -726,10 +721,10 @@ class HeldExpansion:
         """(the leaf's ``SwitchRows``, the actions' union by part over it) for the Spark levels' held
         plan (``HeldRows``) over frontiers of ``parts`` partitions whose rows begin with ``schema``'s
         columns: one union of the actions a run, analyzed, optimized and its code generated once for
-        the small levels and the Spark levels, whichever comes first. Planned again for the first
-        Spark level, it took bookkeeper_v4_13's bk_v413_rrf 7 s of the driver's time with no job
-        running. None unless switched, over the same columns and as many partitions, and by part;
-        raises HeldPlanUnavailable for a union that cannot be run again."""
+        the small levels and the Spark levels, whichever comes first (planned again for the first
+        Spark level, it would take the driver's time with no job running). None unless switched,
+        over the same columns and as many partitions, and by part; raises HeldPlanUnavailable for a
+        union that cannot be run again."""
         if not self.switched or parts != self.parts or nullable(schema).json() != nullable(self.leaf_schema).json():
             return None
         if self.layout is None:
@@ -740,10 +735,8 @@ class HeldExpansion:
     def _run_switched(self, annotate: bool, tasks: int | None) -> pa.Table:
         """The held plan's job over the files just written, each decoded once a task: the leaf
         points at the files' RDD, and a task's first read of a file keeps its rows for the task's
-        other branches (``SwitchRows.retargetOnce``). Until 2026-11-27 the leaf pointed at a fresh
-        RDD over them each level, kept by Spark's block manager as row objects for the job and
-        unpersisted after it; its sampling of the rows' sizes alone was 3.7 % of ledger chaining's
-        task samples."""
+        other branches (``SwitchRows.retargetOnce``), not a fresh RDD persisted for the job: Spark's
+        block manager samples the rows' sizes as they go in, and the tasks pay for it."""
         self._switch.retargetOnce(self._files_rdd)
         return self._job(annotate, tasks)
 

@@ -8,8 +8,7 @@ is therefore hashed as bytes that determine it. Two schemes (the setting ``finge
   the engine's JVM function ``sse_row_bytes`` (engine/runtime/jvm/RowBytes.java, engine.runtime.jvm_ext). For a
   given schema the bytes are a function of the value alone (null fields and padding are zeroed:
   Spark's hash aggregation groups rows by comparing them) and can be read back, so two states never
-  share them. Making them is a copy of the row, where the JSON text below costs two to four times
-  as much.
+  share them. Making them is a copy of the row, cheaper than writing the JSON text below.
 - ``json``: the state as JSON text (``to_json``), with public SQL functions alone: where the JVM
   function is not to be had (no JDK to compile it, Spark Connect). Brackets delimit every array and object, every field is named (by position), every
   string is quoted and escaped, so two different states are two different texts. A struct field

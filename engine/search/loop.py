@@ -56,7 +56,7 @@ __all__ = ["Outcome", "check"]
 # committed level when started again.
 cancelled = threading.Event()
 # Small levels finished on the driver are validated together (settings.validate_batch) until they hold
-# this many new states: a run of the suite costs tens of milliseconds of Python whatever its rows.
+# this many new states: a run of the suite has a fixed cost in Python whatever its rows.
 VALIDATE_BATCH_ROWS = 10_000
 # Initial states are collected to the driver when there are at most this many.
 ARROW_INIT = 100_000
@@ -64,10 +64,10 @@ ARROW_INIT = 100_000
 # shipped inside each action's tasks.
 LOCAL_FRONTIER_BYTES = 1 << 20
 # A driver level's union planned for the level runs in this many tasks a core, each a group of whole
-# actions: with one a core, one task got the costlier actions and the other core waited.
+# actions: with one a core, one task can get the costlier actions while the other core waits.
 EXPANSION_TASKS_PER_CORE = 2
 # A level with at least this many successors reads them largest partition first (largest_first): a
-# large level's jobs otherwise ended with one task alone.
+# large level's jobs otherwise end with one task alone.
 LARGEST_FIRST_FROM = 100_000
 # A Spark level's frontier has a partition per core, or a multiple of that with at most this many
 # states a partition.
@@ -193,8 +193,8 @@ class _Search:
         if not spec.symmetry:
             self.fp_stages = self.raw_fp_stages
         # With symmetry, a level's successors are first de-duplicated as generated (identical states
-        # share an orbit), and only the survivors are canonicalized: on bk_master_3b_sym about half
-        # the successors are exact repeats. A terminal finding compares every successor's orbit with
+        # share an orbit), and only the survivors are canonicalized: exact repeats are common, and
+        # cheaper to drop by the plain fingerprint. A terminal finding compares every successor's orbit with
         # its parent's, so a model with one canonicalizes them all.
         self.dedupe_raw_first = spec.symmetry and not cm.terminal_exprs
         cons = [cm.constraint_exprs[c] for c in spec.constraints]
@@ -214,7 +214,8 @@ class _Search:
         # they predict whether a level's successors fit on the driver.
         self.fanout: float | None = None
         self.row_bytes: float | None = None
-        # The seen states' fingerprints on the driver, for small levels (below DRIVER_SEEN_MAX seen states).
+        # The seen states' fingerprints on the driver, for small levels (below settings.driver_seen_max
+        # seen states).
         self.seen_fps: arrow_level.SeenFingerprints | None = None
         # That copy, kept from the moment the driver lets it go until the seen index is made from it
         # (SeenIndex.add_pairs) instead of from the stored levels.
@@ -364,8 +365,8 @@ class _Search:
             self.timer.mark("firsts")
             new = arrow_level.in_tlc_order(self._driver_seen(depth - 1).unseen(keys))
             # The depth is a column of the picked rows, not a literal: Spark writes an integer literal
-            # into the generated code, so each level's fetch compiled two classes of its own (Janino
-            # on the driver, then both JIT compilers again: bk_v413_rrf recompiled them every level).
+            # into the generated code, so each level's fetch would compile two classes of its own (Janino
+            # on the driver, then both JIT compilers again).
             picked = {"_i": new["_i"], "_ord": arrow_level.positions(new.num_rows),
                       "_depth": pa.array(np.full(new.num_rows, depth, dtype=np.int32))}
             if repeats:
@@ -407,10 +408,10 @@ class _Search:
             found_in = self._found_in(picked_ids, rows)
             spread = needs_spread(found_in, parts, self.settings.spread_skew)
             if spread:
-                cand = cand.repartition(parts, "_ord")  # (BY_PART: the next level's tasks)
+                cand = cand.repartition(parts, "_ord")  # (settings.spark_by_part: the next level's tasks)
             self.timer.note(f"spread={int(spread)}")
         # Read again by each action's branch of the next level: kept as row objects when there are
-        # not too many of them (FRONTIER_AS_OBJECTS).
+        # not too many of them (settings.frontier_as_objects).
         return checkpoint(self.suite.with_columns(cand), as_objects=n_picked <= self.settings.frontier_as_objects)
 
     def _found_in(self, picked, rows: DataFrame) -> list[int]:
@@ -510,7 +511,7 @@ class _Search:
             init = self.fingerprint(self.cm.init(self.spark)).selectExpr(
                 "*", "CAST(NULL AS BIGINT) AS _parent_fp", "CAST(NULL AS BIGINT) AS _parent_fp2",
                 "CAST(NULL AS BIGINT) AS _parent_ord")
-            # Initial states are mostly a handful: their job runs interpreted (INTERPRET_BELOW).
+            # Initial states are mostly a handful: their job runs interpreted (settings.interpret_below).
             with interpreted(self.spark):
                 small = self._annotate(init).limit(ARROW_INIT + 1).toArrow()
             if small.num_rows <= ARROW_INIT:
@@ -570,13 +571,13 @@ class _Search:
                      t0: float) -> dict | None:
         """A level whose successors stay in Spark, from the actions to the written Parquet files."""
         # The frontier is a checkpoint, read by each action's branch as one node (re-planning the union of
-        # every action for each job cost about a second a level): the new states the level before kept
-        # checkpointed when Spark finished it, or its stored files read back and checkpointed.
+        # every action for each job would cost the driver time every level): the new states the level
+        # before kept checkpointed when Spark finished it, or its stored files read back and checkpointed.
         parts = self._frontier_parts(n_frontier)
         fingerprinted, read_back = None, None
         if self.kept is not None and self.kept[0] == depth:
-            # A partition per core (or PART_STATES), of about equal size: without BY_PART the kept
-            # states are in the partitions of the level's successors (the union's, a branch per
+            # A partition per core (or PART_STATES), of about equal size: without settings.spark_by_part
+            # the kept states are in the partitions of the level's successors (the union's, a branch per
             # action each), and each would be a task per action again.
             rows = balanced(self.kept[1], parts)
             frontier = self._as_frontier(rows.where("_in_model"))
@@ -585,9 +586,9 @@ class _Search:
                 fingerprinted = held.run(rows)
         elif self.settings.spark_by_part:
             # The stored states read back in a kept level's columns, so that this level runs the
-            # plan the next ones hold (one plan and one copy of the actions' generated code a run,
-            # where the first Spark level planned one of its own: bk_v413_rrf's first Spark level
-            # spent about 5 s of the driver's time on it, and the JIT compiled its code again).
+            # plan the next ones hold (one plan and one copy of the actions' generated code a run;
+            # a plan of its own would cost the driver its planning, and the JIT would compile its
+            # code again).
             # After a level finished on the driver, from the driver's copy (``_driver_frontier``).
             copied = self._driver_frontier(depth, parts)
             stored = copied if copied is not None else self._stored_as_kept(depth)
@@ -619,9 +620,9 @@ class _Search:
                           as_objects=self.seen_filter.repeats and SEEN in fingerprinted.columns
                           and n_frontier * self._fanout() <= self.settings.successors_as_objects)
         agg = dict(counted.get)
-        # The level before may still be writing its Parquet files (PIPELINE), alongside this level's
-        # planning and job; what reads the store from here on commits it first (``_settle``). A
-        # level deferred (DEFER_WRITE) is submitted once this level's narrow columns are collected.
+        # The level before may still be writing its Parquet files (settings.pipeline), alongside this
+        # level's planning and job; what reads the store from here on commits it first (``_settle``). A
+        # level deferred (settings.defer_write) is submitted once this level's narrow columns are collected.
         self._wait_persisting()
         self.timer.mark("expand")
         succ = self.with_row_ids(largest_first(made) if int(agg["n"]) >= LARGEST_FIRST_FROM else made)
@@ -663,10 +664,9 @@ class _Search:
         seen filter knows them; and whether the union runs by part."""
         cores = self.spark.sparkContext.defaultParallelism
         # The union has a partition per action and frontier partition, and each task deserializes
-        # the whole plan (every action's: 10.4 MiB for bookkeeper's 22) and generates the code of
-        # the operators outside whole-stage code; by part, a task runs every action over its
-        # frontier partition. Otherwise a small level gets one task per core (verified_log's
-        # one-state level took 61 tasks in all, now 10).
+        # the whole plan (every action's) and generates the code of the operators outside
+        # whole-stage code; by part, a task runs every action over its frontier partition.
+        # Otherwise a small level gets one task per core.
         one_a_part = (union_by_part(self.spark, successors, threads=self.settings.planning_threads)
                       if self.settings.spark_by_part else None)
         by_part = (one_a_part is not None
@@ -707,9 +707,9 @@ class _Search:
         """The level's states in ``_kept_columns`` from the driver's copy of them (the level before
         finished on the driver), written as the small levels' Arrow files (a partition each) and read
         when the DataFrame's job runs; None without such a copy, or where the files are not of
-        ``parts`` partitions. Read back from the store, bk_v413_rrf's first Spark level (140,756
-        states) waited 2.3 to 2.7 s for the level's Parquet files to be committed, and then took 7.8 s
-        to read them and spread them by ``_ord`` over its partitions (a shuffle of every state)."""
+        ``parts`` partitions. Read back from the store, the level would wait for the level before's
+        Parquet files to be committed, then read them and spread them by ``_ord`` over its partitions
+        (a shuffle of every state)."""
         union = self.held_union
         if (not self.hold_spark or self.held is None or self.held[0] != depth or union is None
                 or union.parts != parts):
@@ -734,7 +734,7 @@ class _Search:
         schema = StructType(rows.schema.fields[:len(names)])
         key = (parts, nullable(schema).json(), self.seen_filter.on)  # (HeldRows: planned for it nullable)
         if key not in self.held_rows:
-            # The small levels' union when it was planned over the same leaf (SHARED_LEAF): only the
+            # The small levels' union when it was planned over the same leaf (settings.shared_leaf): only the
             # fingerprints and the seen filter are planned here.
             try:
                 shared = self.held_union.shared_union(parts, schema) if self.held_union is not None else None
@@ -758,10 +758,10 @@ class _Search:
         """A small level: the actions, fingerprints, constraint and invariants in one Spark job whose
         result is collected as Arrow; the rest on the driver (engine.search.arrow_level)."""
         # The constraint and the invariants concern new states only. Over a few successors they are
-        # evaluated in the same job; over many, in a second job over the new states alone (on ledger
-        # chaining's largest levels, one in six successors is new and the invariants' lambdas were
-        # half of the job's time), unless the job blanks repeats and so evaluates them on one row a
-        # new state already (ANNOTATE_BLANKED_INLINE).
+        # evaluated in the same job; over many, in a second job over the new states alone (on large
+        # levels most successors are repeats, and the invariants' lambdas are costly), unless the job
+        # blanks repeats and so evaluates them on one row a new state already
+        # (settings.annotate_blanked_inline).
         inline = (n_frontier * self._fanout() <= self.settings.inline_annotation
                   or self.settings.annotate_blanked_inline and self.seen_filter.repeats)
         self.seen_filter.open_level()
@@ -857,9 +857,9 @@ class _Search:
     def _projections_interpreted(self, on: bool) -> Iterator[None]:
         """Jobs run in the block evaluate interpreted the projections Spark makes inside each task
         (for operators outside whole-stage code, such as a projection with a lambda Spark does not
-        generate code for). A held plan's own code is made already; but each task generated those
-        projections' Java source anew (a cache hit then), which was 30 % of a small level's task
-        time on a cold run (Flight Recorder at 1 ms). One setting changed and restored: two calls."""
+        generate code for). A held plan's own code is made already; but each task would generate
+        those projections' Java source anew (a cache hit then), a large share of a small level's task
+        time. One setting changed and restored: two calls."""
         if not on:
             yield
             return
@@ -898,8 +898,8 @@ class _Search:
 
     def _on_driver(self, depth: int, n_frontier: int) -> bool:
         """Whether the level's successors are expected to fit on the driver (settings.arrow_level_bytes; half
-        of it after a Spark level, whose frontier the driver would read back from the store: with
-        repeats blanked, a level of bk_v413_rrf went back and forth). ``settings.level_path`` other than
+        of it after a Spark level, whose frontier the driver would read back from the store, so that
+        a level near the bound does not go back and forth between the two). ``settings.level_path`` other than
         auto decides it: driver, spark, or alternate (odd depths on the driver)."""
         path = self.settings.level_path
         if path != "auto":
@@ -937,7 +937,7 @@ class _Search:
         return self.seen_fps
 
     def _forget_seen(self) -> None:
-        """Past DRIVER_SEEN_MAX the seen states stay in Spark (the driver's memory stays flat): the
+        """Past settings.driver_seen_max the seen states stay in Spark (the driver's memory stays flat): the
         driver's copy is kept only until the seen index is made from it."""
         if self.seen_fps is not None and not self.index.fragments:
             self.index_seed = self.seen_fps
@@ -1002,7 +1002,7 @@ class _Search:
         fps = None
         if n_gen <= self.settings.narrow_on_driver:
             # The constraint and invariant columns (booleans) in one job, counted and validated by the
-            # suite on the driver, where a count and the suite's aggregation over Spark were two jobs.
+            # suite on the driver, where a count and the suite's aggregation over Spark are two jobs.
             # With the fingerprints the driver's seen set grows by (rather than read from the written
             # files: the write may still run when the next level starts).
             # With them the seen index grows too, where it takes the driver's pairs (not read back).
@@ -1034,7 +1034,7 @@ class _Search:
         if self.settings.pipeline and deadlocked is None and violation is None and n_new \
                 and (fps is not None or self.seen_fps is None):
             # Written and committed on the persisting thread while the next level is planned and its
-            # job starts (the driver alone plans; the cores were idle for those 3 to 4 s a level).
+            # job starts (the driver alone plans; the cores would otherwise be idle meanwhile).
             return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, None,
                                       per_action, None, write=lambda: self.write_level(cand, depth), fps=fps,
                                       rows=cand)
@@ -1111,7 +1111,7 @@ class _Search:
 
     def _add_seen(self, fig: LevelFigures, fps: pa.Table) -> None:
         """Let the driver's and the JVM's seen sets know of a committed level's fingerprints ``fps``
-        (past DRIVER_SEEN_MAX, forget them)."""
+        (past settings.driver_seen_max, forget them)."""
         self.seen_fps.add(fps)
         if fig.distinct_total >= self.settings.driver_seen_max:
             self._forget_seen()
@@ -1208,7 +1208,7 @@ class _Search:
 def _unplanned(made: DataFrame) -> DataFrame:
     """A (local) checkpoint's rows under a plan of their own. A checkpoint's plan keeps the constraints
     and statistics of the query that made it, which for a level's new states include the frontier's
-    own: carried from level to level, they grew until optimizing a level took minutes (and the heap)."""
+    own: carried from level to level, they grow until optimizing a level takes minutes (and the heap)."""
     return rows_frame(made.sparkSession, made._jdf.queryExecution().analyzed().rdd(), made.schema)
 
 
@@ -1249,10 +1249,9 @@ def largest_first(made: DataFrame) -> DataFrame:
 
     A large level's successors have a partition per action and frontier part, and the actions make
     very different numbers of successors. Spark runs a job's tasks in partition order, so when a
-    large partition came last, the jobs over the successors (the narrow columns' collect, fetching
-    the new states, then writing their Parquet, whose partitions are the same) ended with one task
-    alone for 0.7 to 1.2 s (bk_v413_rrf's levels 15 and 16, ``pipelines/event_log_balance.py``).
-    Largest first, the small ones fill the other core at the end. Only the order of the partitions
+    large partition comes last, the jobs over the successors (the narrow columns' collect, fetching
+    the new states, then writing their Parquet, whose partitions are the same) end with one task
+    alone. Largest first, the small ones fill the other core at the end. Only the order of the partitions
     changes (each is the checkpoint's own block, read in place), not their rows."""
     if _checkpoint_rdd_id(made) is None:
         return made
@@ -1276,10 +1275,9 @@ def needs_spread(found_in: list[int], parts: int, skew: float = 0.05) -> bool:
     """Whether a level's new states, ``found_in[i]`` of them in partition i, must be spread (a
     shuffle, by a hash of ``_ord``) to make the next level's frontier: ``parts`` partitions of about
     equal size. Left where they were found, each partition's share of the next level is its parents'
-    share times how many new states they led to, which can compound level after level (the first
-    by-part try on bk_v413_rrf, which never spread: one of two tasks ran alone for 17 of a level's
-    19 s); where the shares are even (the test counter: one action, every state one or two
-    successors; bk_v413_rrf now, at 20 of its 21 Spark levels) the shuffle is all cost."""
+    share times how many new states they led to, which can compound level after level until one
+    task runs alone for most of a level; where the shares are even (say one action, every state one
+    or two successors) the shuffle is all cost."""
     if len(found_in) != parts:
         return True
     return max(found_in, default=0) > (1 + skew) * sum(found_in) / parts

@@ -11,24 +11,22 @@ Each committed level becomes a fragment, and fragments are merged as they accumu
 With the engine's JVM classes (``engine/runtime/jvm/SortedSeen.java``) a fragment holds each partition's
 fingerprints as two sorted ``long`` arrays, and a level's states are found in them by galloping
 search: a level of a handful of states costs a few binary searches a fragment, however many states
-the run has (until 2026-11-28 every level merged past every row of every fragment, read back from
-cached blocks: 3.3 s for a level of 497 states once the counter had 15 million). Fragments merge
-without a shuffle; the newest two merge when the newer holds at least half as many fingerprints as
-the older (each fingerprint is copied a few times over a run), or when there are more than
-``MAX_FRAGMENTS``. When a partition's run would pass ``RUN_MAX`` fingerprints the index is
-partitioned anew, twice as finely. Without those classes, or with ``SSE_SORTED_SEEN=0``, the
-fragments are local checkpoints of rows, merged by Spark's sort-merge anti-joins (and merged into
-one, by a shuffle, past ``MAX_FRAGMENTS``). Either way the fragments are kept in memory, then on
-disk, and rebuilt from the stored levels when a run resumes.
+the run has (a merge past every row of every fragment, read back from cached blocks, would cost a
+small level as much as a large one). Fragments merge without a shuffle; the newest two merge when
+the newer holds at least half as many fingerprints as the older (each fingerprint is copied a few
+times over a run), or when there are more than ``max_fragments``. When a partition's run would pass
+``run_max`` fingerprints the index is partitioned anew, twice as finely. Without those classes, or
+with the setting ``sorted_seen`` off, the fragments are local checkpoints of rows, merged by Spark's
+sort-merge anti-joins (and merged into one, by a shuffle, past ``max_fragments``). Either way the
+fragments are kept in memory, then on disk, and rebuilt from the stored levels when a run resumes.
 
 In Spark's local mode the driver's JVM holds the fragments' blocks, and the driver hands it pairs it
 holds instead of rows Spark reads back and shuffles (``takes_pairs``): the index is first made from
 the driver's copy of the seen fingerprints; a committed level's fingerprints, which the driver has,
-are held there (``hold``) until PENDING_MAX of them are made one fragment; and a level finished on
-the driver is looked up (``unseen_table``) in the runs in this JVM, or by one job the pairs are
-handed to for a level of more than HERE_MAX states, then in the held fingerprints. A small level
-past millions of states then costs no Spark job for its anti-join and none to index itself (0.3 s
-a level before, 2026-11-28).
+are held there (``hold``) until ``pending_max`` of them are made one fragment; and a level finished
+on the driver is looked up (``unseen_table``) in the runs in this JVM, or by one job the pairs are
+handed to for a level of more than ``here_max`` states, then in the held fingerprints. A small level
+past millions of states then costs no Spark job for its anti-join and none to index itself.
 """
 from __future__ import annotations
 
@@ -54,7 +52,7 @@ __all__ = ["SeenIndex", "plain_unseen"]
 KEYS = ["_fp", "_fp2"]
 # The index's limits are settings (engine.settings): index_from (below it the plain anti-join is
 # cheaper: Spark broadcasts a small table, and a level pays no job to index itself); max_fragments;
-# min_partitions (a level's probe is a task a partition, a few milliseconds each); run_max (the most
+# min_partitions (a level's probe is a task a partition, a cheap one); run_max (the most
 # fingerprints a partition's run holds, 16 bytes each, before the index is partitioned anew, twice as
 # finely); pending_max (committed levels' fingerprints the driver holds, local mode, before they are
 # made a fragment: a small level then costs no job to index itself); here_max (a level of at most
@@ -159,7 +157,7 @@ class SeenIndex:
     def hold(self, fps: pa.Table) -> None:
         """Index a committed level's fingerprints ``fps`` (``_fp``, ``_fp2``; ``takes_pairs`` only):
         held on the driver, where ``unseen_table`` looks a level up in them, and made a fragment with
-        those held before once they pass PENDING_MAX, or before a level is looked up in Spark."""
+        those held before once they pass ``pending_max``, or before a level is looked up in Spark."""
         self.pending.add(fps)
         if self.pending.count >= self.settings.pending_max:
             self._flush()
@@ -172,7 +170,7 @@ class SeenIndex:
     def unseen_table(self, states: pa.Table) -> pa.Table:
         """The rows of ``states`` (a level on the driver, with ``_fp`` and ``_fp2``) whose fingerprint
         the index does not hold, in their order (``takes_pairs``, the index made): looked up in the
-        fragments (``SortedSeen.unseenPairs``, no shuffle: up to HERE_MAX states in this JVM's copy of
+        fragments (``SortedSeen.unseenPairs``, no shuffle: up to ``here_max`` states in this JVM's copy of
         their runs, more by a job this JVM hands the pairs to in the fragments' partitions), then in
         the fingerprints held on the driver."""
         if states.num_rows:
@@ -218,13 +216,13 @@ class SeenIndex:
                 old.unpersist(False)
             self.fragments[-2:], self.sizes[-2:] = [merged], [size]
             self.rdd_ids.add(int(merged.id()))
-        # (A run past RUN_MAX by the hash's unevenness alone, the average still under half, is left.)
+        # (A run past run_max by the hash's unevenness alone, the average still under half, is left.)
         run_max = self.settings.run_max
         if self.largest_run > run_max and sum(self.sizes) > self.partitions * run_max // 2:
             self._repartition()
 
     def _partitions_for(self, total: int) -> None:
-        """Twice as many partitions, as often as needed for runs of half RUN_MAX on average."""
+        """Twice as many partitions, as often as needed for runs of half ``run_max`` on average."""
         while total > self.partitions * self.settings.run_max // 2:
             self.partitions *= 2
 

@@ -1,28 +1,28 @@
 """The seen fingerprints in the JVM that runs the actions' tasks, to send only new states' rows.
 
-A level's successors are mostly states met before (ledger chaining: about five in six; bookkeeper
-v4.13: three in four). Before, every successor's whole row was converted to Arrow and sent to the
-driver, which then kept the new ones. In Spark's local mode the tasks run in the driver's JVM, so the
-driver keeps a copy of the stored states' fingerprints there (``sse_seen``, engine/runtime/jvm/SeenSet.java,
-TLC's fingerprint set), grown after each committed level, and the actions' job replaces the state,
-constraint and invariant columns of a successor whose fingerprint is in it by NULL (``_seen`` says
-which): its narrow columns (fingerprints, order key, parent, action) still count it as generated,
-for the deadlock check and for TLC's order, and the driver's anti-join still decides what is new.
-``check`` refuses a level whose new states have ``_seen`` set: that would be a fingerprint the driver
-did not store, a wrong search rather than a slow one.
+A level's successors are mostly states met before, so converting every successor's whole row to
+Arrow and sending it to the driver, which then keeps the new ones, is mostly waste. In Spark's
+local mode the tasks run in the driver's JVM, so the driver keeps a copy of the stored states'
+fingerprints there (``sse_seen``, engine/runtime/jvm/SeenSet.java, TLC's fingerprint set), grown
+after each committed level, and the actions' job replaces the state, constraint and invariant
+columns of a successor whose fingerprint is in it by NULL (``_seen`` says which): its narrow
+columns (fingerprints, order key, parent, action) still count it as generated, for the deadlock
+check and for TLC's order, and the driver's anti-join still decides what is new. ``check`` refuses
+a level whose new states have ``_seen`` set: that would be a fingerprint the driver did not store,
+a wrong search rather than a slow one.
 
 Repeats within a level are blanked too (``repeats``, the function's form with the row's ``_key``):
 the first row of the level's job to meet a fingerprint keeps the state columns, every other row
-with it is blanked (on bookkeeper v4.13's largest levels, seven successors in ten), so their rows
-are neither converted to Arrow, checkpointed whole nor given invariants. That row need not be the
+with it is blanked (on a large level, often most of its successors), so their rows are neither
+converted to Arrow, checkpointed whole nor given invariants. That row need not be the
 first in TLC's order: the driver takes a new state's path columns (``PATH``) from the first row in
 TLC's order and its state columns from the row that kept them (``holders``, ``with_holders``). The
-driver opens the level before each job (``open_level``). ``SSE_LEVEL_FILTER=0`` blanks only the
-stored states.
+driver opens the level before each job (``open_level``). With the setting ``level_filter`` off,
+only the stored states are blanked.
 
 Off (the columns pass through) on a cluster (its executors are other JVMs), without the engine's
 JVM functions, above ``driver_seen_max`` stored states (the driver's memory stays
-flat), and with ``SSE_SEEN_FILTER=0``.
+flat), and with the setting ``seen_filter`` off.
 """
 from __future__ import annotations
 
@@ -158,8 +158,7 @@ class SeenFilter:
         if SEEN not in succ.column_names or len(rows) == 0:
             return succ.take(rows)
         # Each column taken once: the path's from the picked rows, the rest (the state's, nested and
-        # kilobytes for bookkeeper) from the holders (a level of 150,776 ledger chaining successors:
-        # 32 to 45 ms against 53 to 66 ms taking every column twice).
+        # kilobytes for bookkeeper) from the holders, not every column twice.
         picked = succ.select(["_fp", "_fp2", *[c for c in succ.column_names if c in PATH]]).take(rows)
         holders = SeenFilter.holders(succ.select(["_fp", "_fp2", SEEN]), picked)
         kept = succ.select([c for c in succ.column_names if c not in PATH]).take(holders)

@@ -4,7 +4,7 @@ compares structs), so every state of an orbit shares one fingerprint (TLC's SYMM
 smallest fingerprint over the orbit instead; both pick one representative per orbit, so the
 de-duplication, and every count, is the same. The smallest state costs one hash where the smallest
 fingerprint costs one per permutation, and a cheap key spares most permutations being applied in
-full (bk_master_3b_sym, 12 permutations: 4.7 times faster than the smallest fingerprint).
+full.
 
 The state itself is stored as generated; only the de-duplication key is canonical. A permutation
 acts on a state through its declared shape (``symmetry:`` under a variable in the schema):
@@ -16,11 +16,11 @@ acts on a state through its declared shape (``symmetry:`` under a variable in th
 PATH is relative to the variable: ``""`` is the variable, ``[]`` steps into an array's elements and
 ``.name`` into a struct's field, e.g. ``"[].fragments[].ensemble"``.
 
-Everything is SQL. Up to LITERAL_PERMUTATIONS, each permutation's image is written out with
-literals (renaming is a CASE, a function's entries are picked by position), a few projections pick
-the images with the smallest cheap key, ``array_min`` the smallest of those, and that one is hashed.
-Spark compiles literal images where it interprets lambdas: on bk_master_3b_sym's level 14 the
-canonical fingerprint took 12 to 14 s against 24 to 34 s. Beyond that many permutations the
+Everything is SQL. Up to ``literal_permutations`` (a setting), each permutation's image is written
+out with literals (renaming is a CASE, a function's entries are picked by position), a few
+projections pick the images with the smallest cheap key, ``array_min`` the smallest of those, and
+that one is hashed.
+Spark compiles literal images where it interprets lambdas. Beyond that many permutations the
 permutations are a literal array and a ``transform`` over it permutes the state, so the SQL does not
 grow with them. Sets are re-sorted with ``sort_array`` (a comparator-free sort; ``array_sort`` calls
 a lambda per comparison).
@@ -176,7 +176,7 @@ class _Permuter:
 class _LiteralPermuter(_Permuter):
     """The same image for one permutation known when the SQL is written: renaming is a CASE over
     string literals and a function's entries are picked by literal position, which Spark compiles
-    instead of interpreting lambdas (bk_master_3b_sym: about 2.5 times faster)."""
+    instead of interpreting lambdas."""
 
     def __init__(self, shape: SymmetryShape, mapping: dict[str, str], positions: dict[str, list[int]]):
         super().__init__(shape, "")

@@ -29,8 +29,8 @@ public final class ArrowFrontier implements FlatMapFunction<PortableDataStream, 
 
     /**
      * A task thread's projections that copy a batch's rows, by schema: made once a thread, not once
-     * a file (generating a projection's Java source, even one whose class is cached, was 1.4 % of
-     * ledger chaining's task time). A projection writes into a buffer of its own: one a thread.
+     * a file (generating a projection's Java source costs the task time even when its class is
+     * cached). A projection writes into a buffer of its own: one a thread.
      */
     private static final ThreadLocal<HashMap<String, UnsafeProjection>> COPIES = ThreadLocal.withInitial(HashMap::new);
 

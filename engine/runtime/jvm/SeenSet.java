@@ -40,10 +40,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>{@code sse_seen('name', fp, fp2, key)} is also true for a repeat within the level: a successor
  * whose fingerprint another row of the same level's job (one with another {@code _key}) claimed
  * first, once the driver has opened a level under that name ({@link #level}). Exactly one row per
- * fingerprint not stored keeps its state columns, whichever the tasks met first (on bookkeeper
- * v4.13's largest levels about seven successors in ten are such repeats); the driver takes that
- * row's state columns and the path columns (parent, action, key) of the first row in TLC's order,
- * which the blanking leaves.
+ * fingerprint not stored keeps its state columns, whichever the tasks met first (on a large level
+ * most successors can be such repeats); the driver takes that row's state columns and the path
+ * columns (parent, action, key) of the first row in TLC's order, which the blanking leaves.
  * The same row met again (a task run again) has the same key and keeps its columns again.
  */
 public final class SeenSet extends Expression implements java.io.Serializable {

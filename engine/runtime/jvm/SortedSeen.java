@@ -34,8 +34,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * partition, sorted, held as two {@code long[]}. A level's states, hash-partitioned the same way and
  * sorted, are probed against each fragment's run of their partition by galloping search: a handful
  * of states costs a few binary searches, a large level a merge over the arrays, never a scan of
- * rows read back from cached blocks (which made a small level's anti-join cost seconds once the run
- * had millions of states). Fragments with the same partitions merge without a shuffle.
+ * rows read back from cached blocks (whose cost grows with every state seen, however small the
+ * level). Fragments with the same partitions merge without a shuffle.
  *
  * Order: Spark's sort of two {@code bigint} columns ascending, that is signed, {@code _fp} first.
  */

@@ -67,9 +67,8 @@ public final class SwitchRows extends RDD<InternalRow> {
      * Points this at {@code rows} (a partition each, rows that stay valid once read: each its own
      * object), read once a task: the first read of a partition in a task keeps its rows, as a list,
      * for the task's other reads of it (the union's other branches, by part), until the task ends.
-     * Until 2026-11-27 Spark's block manager kept them, in a fresh persisted RDD a job: it sampled
-     * the rows' sizes as they went in (3.7 % of ledger chaining's task samples), and the RDD was
-     * unpersisted after the job.
+     * Not Spark's block manager, in a fresh persisted RDD a job: it samples the rows' sizes as they
+     * go in, a cost every task pays.
      */
     public void retargetOnce(RDD<InternalRow> rows) {
         setTarget(rows);
