@@ -15,9 +15,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (net, unacked),
-        vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked
+    SELECT * EXCEPT (net),
+        vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net
     FROM step
 )
 

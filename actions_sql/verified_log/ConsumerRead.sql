@@ -49,9 +49,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (net, unacked, n, sst, sent, answer, q),
+    SELECT * EXCEPT (net, n, sst, sent, answer, q),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
         n AS _choice
     FROM step
 )

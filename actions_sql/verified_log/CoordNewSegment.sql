@@ -41,7 +41,7 @@ step AS (
 final AS (
     SELECT * EXCEPT (net, unacked, i, L, prev, branch),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
+        vl_unacked(unacked) AS unacked,
         i AS _choice
     FROM step
 )

@@ -57,9 +57,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (net, unacked, i, L, branch, xs, xi, x),
+    SELECT * EXCEPT (net, i, L, branch, xs, xi, x),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
         i * 256 + xi AS _choice
     FROM step
 )

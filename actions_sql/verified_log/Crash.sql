@@ -26,7 +26,9 @@ step AS (
 final AS (
     SELECT * EXCEPT (net, unacked, n),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
+        -- n's closes are dropped here, at the crash, and nowhere else (MODEL.md 6.1): a close the
+        -- coordinator adds for n afterwards stays in the set, part of the state though never delivered
+        filter(unacked, u -> u.n <> n) AS unacked,
         n AS _choice
     FROM step
 )

@@ -29,9 +29,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (net, unacked, ui, u, sent, cut, newent),
+    SELECT * EXCEPT (net, ui, u, sent, cut, newent),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
         ui AS _choice
     FROM step
 )

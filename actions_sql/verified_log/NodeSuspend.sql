@@ -24,9 +24,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (net, unacked, n, s, p, sent),
+    SELECT * EXCEPT (net, n, s, p, sent),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
         n AS _choice
     FROM step
 )

@@ -36,9 +36,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (_split, net, unacked, mi, m, sst, sent, branch),
+    SELECT * EXCEPT (_split, net, mi, m, sst, sent, branch),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
         mi AS _choice
     FROM step LATERAL VIEW explode(array(0)) AS _split   -- one row: a method of its own (README, Writing a model)
 )

@@ -37,9 +37,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (net, unacked, mi, m, L, process, sns, ci, sn),
+    SELECT * EXCEPT (net, mi, m, L, process, sns, ci, sn),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
         mi AS _choice   -- witnesses of one message tie; the fingerprint orders them
     FROM step
 )

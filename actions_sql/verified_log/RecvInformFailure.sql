@@ -20,9 +20,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (net, unacked, mi, m),
+    SELECT * EXCEPT (net, mi, m),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
         mi AS _choice
     FROM step
 )

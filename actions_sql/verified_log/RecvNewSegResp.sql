@@ -47,9 +47,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (_split, net, unacked, mi, m, branch, starts, newcurrent),
+    SELECT * EXCEPT (_split, net, mi, m, branch, starts, newcurrent),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
         mi AS _choice
     FROM step LATERAL VIEW explode(array(0)) AS _split   -- one row: a method of its own (README, Writing a model)
 )

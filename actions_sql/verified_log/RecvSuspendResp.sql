@@ -62,7 +62,7 @@ step AS (
 final AS (
     SELECT * EXCEPT (net, unacked, mi, m, L, process, announce, sns, sus, ci, sn, ui, su),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
+        vl_unacked(unacked) AS unacked,
         mi AS _choice   -- witnesses of one message tie; the fingerprint orders them
     FROM step
 )

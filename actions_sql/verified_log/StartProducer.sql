@@ -22,9 +22,8 @@ step AS (
 ),
 
 final AS (
-    SELECT * EXCEPT (net, unacked, i),
+    SELECT * EXCEPT (net, i),
         vl_net(net, pc, pseg, size(logs), takeover.tseg, up) AS net,
-        vl_unacked(unacked, up) AS unacked,
         i AS _choice
     FROM step
 )
