@@ -55,6 +55,9 @@ class Settings:
     # ---- Spark ------------------------------------------------------------------------------------
     master: str = _setting("local[2]", "the Spark master of a session the engine starts (local[N], spark://...)",
                            group="spark", env="SSE_SPARK_MASTER")
+    remote: str = _setting("", "a Spark Connect server to run on (sc://HOST:PORT): the portable path, through "
+                           "Spark Connect (Databricks serverless and standard clusters)", group="spark",
+                           env="SSE_SPARK_REMOTE")
     shuffle_partitions: int = _setting(4, "spark.sql.shuffle.partitions: a level is often a few hundred rows, and "
                                        "Spark's 200 would be 200 tasks of nothing", group="spark")
     driver_memory: str = _setting("6g", "spark.driver.memory of a session the engine starts (local mode runs the "
@@ -83,7 +86,15 @@ class Settings:
                           choices=("auto", "native", "delta-rs"))
     jvm_ext: Path | None = _setting(None, "where the engine's compiled JVM helpers are kept (default: the engine's "
                                     "cache folder, ~/.cache/sse)", group="storage")
-    # ---- the search: which path a level takes -----------------------------------------------------
+    # ---- the search: which path runs ---------------------------------------------------------------
+    path: str = _setting("auto", "which implementation of the search runs: auto (the local accelerator in classic "
+                         "local mode with the engine's JVM helpers, else the portable path), portable (public "
+                         "Spark APIs alone, anywhere), or accelerated", group="search",
+                         choices=("auto", "portable", "accelerated"))
+    disabled_helpers: str = _setting("", "the engine's JVM helpers the accelerator must not use, comma separated "
+                                     "(RowBytes, SeenSet, SortedSeen, SwitchRows, ArrowFrontier): each such stage "
+                                     "runs as on the portable path", group="search")
+    # ---- the accelerator: which path a level takes ------------------------------------------------
     level_path: str = _setting("auto", "where a level's successors are finished: auto (on the driver as Arrow "
                                "when they fit arrow_level_bytes, else in Spark), driver, spark, or alternate "
                                "(odd depths on the driver: for tests)", group="search",

@@ -70,7 +70,7 @@ def seen_index_everywhere(monkeypatch, rows_per_partition: int, run_max: int) ->
     with at most two fragments, its sorted runs partitioned anew past ``run_max`` fingerprints and at
     most 2 committed states' fingerprints held on the driver (pending_max); and the list that gets the
     index's partitions after each re-partition."""
-    import engine.search.seen as seen
+    import engine.accel.seen_index as seen
     settings = dict(index_from=0, driver_seen_max=0, max_fragments=2, rows_per_partition=rows_per_partition,
                     min_partitions=1, run_max=run_max, pending_max=2)
     parts = []

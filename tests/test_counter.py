@@ -154,7 +154,7 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     as levels grow), the counts, depth and shortest trace are those of the reference search. Every
     path to a counter state has the same length, so no state is met again at a later level: that the
     index finds old states is tested on ledger chaining (tests/test_ledger_chaining.py)."""
-    import engine.search.seen as seen
+    import engine.accel.seen_index as seen
     calls = []
     for name in ("unseen", "unseen_table"):  # (a level in Spark, a level on the driver)
         real = getattr(seen.SeenIndex, name)
@@ -188,8 +188,8 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
     levels' jobs run interpreted (``interpret_below``), the alternating variant's compiled: the same
     search. In the alternating variant each Spark level reads its
     frontier from the driver's copy of the level before (``_driver_frontier``)."""
-    import engine.search.loop as checker
-    import engine.search.expand as expand
+    import engine.accel.search as checker
+    import engine.accel.held as expand
     held_calls, copies, annotated, shared = [], [], [], []
     real_successors, real_rows = expand.HeldExpansion.successors, expand.HeldExpansion.rows
     real_shared = expand.HeldExpansion.shared_union
@@ -203,8 +203,8 @@ def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path,
         copies.extend([] if got is None else [got])
         return got
     monkeypatch.setattr(expand.HeldExpansion, "rows", rows)
-    real_annotate = checker._Search._annotate_arrow
-    monkeypatch.setattr(checker._Search, "_annotate_arrow",
+    real_annotate = checker.AcceleratedSearch._annotate_arrow
+    monkeypatch.setattr(checker.AcceleratedSearch, "_annotate_arrow",
                         lambda self, *a, **k: annotated.append(1) or real_annotate(self, *a, **k))
     auto = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     try:
@@ -253,7 +253,7 @@ def test_held_expansion_refuses_successors_of_another_level():
     wrong search."""
     import pyarrow as pa
     import pytest
-    from engine.search.expand import HeldExpansion
+    from engine.accel.held import HeldExpansion
     frontier = pa.table({"_fp": [1, 2], "_fp2": [10, 20]})
     HeldExpansion.check_parents(pa.table({"_parent_fp": [1, 2, 2], "_parent_fp2": [10, 20, 20]}), frontier)
     HeldExpansion.check_parents(pa.table({"_parent_fp": pa.array([], pa.int64()),
@@ -279,8 +279,9 @@ def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, bin
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
-    from engine.search.expand import HeldExpansion, compile_model
-    from engine.search.fingerprint import fingerprint_sql
+    from engine.accel.held import HeldExpansion
+    from engine.search.expand import compile_model
+    from engine.search.encoding import fingerprint_sql
     from engine.model.loader import load_model
     from engine.runtime.session import declare_constants
     model = load_model("tokens", TEST_MODELS)
@@ -346,9 +347,11 @@ def test_small_and_spark_levels_share_the_actions_generated_code(spark, tmp_path
     the first one's classes, and the JIT compiles them once. Planned and run, the second plan
     compiles no source of its own for the actions."""
     from pyspark.sql.types import BooleanType, LongType, StructField, StructType
-    from engine.search.expand import HeldExpansion, HeldRows, compile_model, union_by_part
+    from engine.accel.held import HeldExpansion, HeldRows, union_by_part
+    from engine.search.expand import compile_model
     from engine.model.loader import load_model
-    from engine.runtime.session import checkpoint, declare_constants
+    from engine.accel.spark import checkpoint
+    from engine.runtime.session import declare_constants
     model = load_model("tokens", TEST_MODELS)
     declare_constants(spark, model, {"Procs": ["p1", "p2", "p3"], "Max": 2, "LogLen": 3})
     cm = compile_model(spark, model)
@@ -400,10 +403,12 @@ def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark, monkeypat
     import pytest
     from pyspark.errors import IllegalArgumentException
     from pyspark.sql import functions as F
-    from engine.search.loop import _checkpoint_rdd_id, balanced
-    from engine.search.expand import HeldRows, compile_model, union_by_part
+    from engine.accel.search import _checkpoint_rdd_id, balanced
+    from engine.accel.held import HeldRows, union_by_part
+    from engine.search.expand import compile_model
     from engine.model.loader import load_model
-    from engine.runtime.session import checkpoint, declare_constants
+    from engine.accel.spark import checkpoint
+    from engine.runtime.session import declare_constants
     model = load_model("tokens", TEST_MODELS)
     declare_constants(spark, model, {"Procs": ["p1", "p2", "p3"], "Max": 2, "LogLen": 3})
     cm = compile_model(spark, model)
@@ -438,7 +443,7 @@ def test_spark_levels_run_every_action_by_part_over_a_held_plan(spark, monkeypat
     def rows(df):
         return sorted(map(tuple, df.selectExpr("to_json(struct(*)) AS j").collect()))
 
-    import engine.search.expand as expand
+    import engine.accel.held as expand
     pools = []
     real_pool = expand.ThreadPoolExecutor
     monkeypatch.setattr(expand, "ThreadPoolExecutor", lambda n: pools.append(n) or real_pool(n))
@@ -466,7 +471,7 @@ def test_interpreted_block_restores_the_session(spark):
     """``interpreted`` turns code generation off for the jobs in the block and gives the session its
     settings back after it, an error included."""
     import pytest
-    from engine.search.loop import interpreted
+    from engine.accel.search import interpreted
     spark.conf.set("spark.sql.codegen.wholeStage", "true")
     with interpreted(spark):
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
@@ -488,7 +493,7 @@ def test_small_levels_build_task_projections_interpreted(capsys, tmp_path, monke
     (checker.FACTORY_MODE): the held plan's code is made, but each task generated those projections'
     source anew. Larger levels' jobs keep the session's setting, and the search gives it back
     (unset, or as the session had it), with the reference search's states."""
-    import engine.search.loop as checker
+    import engine.accel.search as checker
     want = bfs({1, 2}, 9, deadlock=False)
     modes = []
     real = checker.HeldExpansion.successors
@@ -522,7 +527,7 @@ def test_a_kept_level_is_planned_afresh(spark):
     before's): carried from level to level that chain grew until a ledger chaining level's jobs took a
     minute and the heap ran out. The frontier is planned over the checkpoint's rows alone: the same
     rows and RDD, none of the origin's constraints."""
-    from engine.search.loop import _checkpoint_rdd_id, _unplanned
+    from engine.accel.search import _checkpoint_rdd_id, _unplanned
     made = spark.range(100).where("id % 3 = 0").selectExpr("id", "id * 2 AS y").localCheckpoint(eager=True)
     fresh = _unplanned(made)
 
@@ -538,8 +543,8 @@ def test_a_kept_level_is_planned_afresh(spark):
 def test_checkpoints_are_serialized(spark):
     """A level's checkpoints (bookkeeper's largest: 2.5 to 3 GB) are kept serialized, in memory and on
     disk beyond it, not as row objects the JVM's collector traces at every full collection."""
-    from engine.search.loop import _checkpoint_rdd_id
-    from engine.runtime.session import checkpoint
+    from engine.accel.search import _checkpoint_rdd_id
+    from engine.accel.spark import checkpoint
     made = checkpoint(spark.range(1000).selectExpr("id", "id * 2 AS y"))
     level = spark.sparkContext._jsc.getPersistentRDDs()[_checkpoint_rdd_id(made)].getStorageLevel()
     assert (level.useMemory(), level.useDisk(), level.deserialized()) == (True, True, False)
@@ -553,8 +558,8 @@ def test_a_checkpoints_partitions_run_largest_first(spark):
     tasks in partition order: a large partition last ran alone on one core), the same rows."""
     from pyspark.sql import functions as F
 
-    from engine.search.loop import largest_first
-    from engine.runtime.session import checkpoint
+    from engine.accel.search import largest_first
+    from engine.accel.spark import checkpoint
     sizes = [10, 1000, 50, 3000, 5, 200]
     rows = spark.sparkContext.parallelize([(p, i) for p, n in enumerate(sizes) for i in range(n)], len(sizes))
     made = checkpoint(spark.createDataFrame(rows.partitionBy(len(sizes), lambda p: p).map(lambda kv: kv),
@@ -600,7 +605,7 @@ def test_new_states_are_spread_only_where_their_partitions_are_uneven(capsys, tm
     were in unless those are uneven or not the next level's number (``needs_spread``): then they are
     spread by a hash of ``_ord`` (a shuffle). Left in place or spread, the search stores the same
     states with the same numbers and levels."""
-    import engine.search.loop as checker
+    import engine.accel.search as checker
     assert checker.needs_spread([100, 100], 2) is False
     assert checker.needs_spread([100, 105], 2) is False  # 105 <= 1.05 * 102.5
     assert checker.needs_spread([100, 112], 2) is True   # 112 > 1.05 * 106
@@ -648,27 +653,27 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
     and committed in order, and all of them before a level that Spark finishes reads the store. A
     level Spark finished is written once the next Spark level's narrow columns are collected
     (settings.defer_write), or as it ends."""
-    import engine.search.loop as checker
+    import engine.accel.search as checker
     from engine.search.invariants import InvariantSuite
     want = bfs({1, 2}, 9, deadlock=False)
     stored = {}
     persisted = []
-    real_persist = checker._Search._persist
+    real_persist = checker.AcceleratedSearch._persist
 
     def persist(self, fig, stored_, validate, write):
         persisted.append((fig.depth, write is not None))
         calls.append(("persist", fig.depth))
         return real_persist(self, fig, stored_, validate, write)
 
-    monkeypatch.setattr(checker._Search, "_persist", persist)
+    monkeypatch.setattr(checker.AcceleratedSearch, "_persist", persist)
     batches, suite_runs = [], []
-    real_batch = checker._Search._persist_batch
+    real_batch = checker.AcceleratedSearch._persist_batch
 
     def persist_batch(self, batch):
         batches.append([fig.depth for fig, _, _ in batch])
         return real_batch(self, batch)
 
-    monkeypatch.setattr(checker._Search, "_persist_batch", persist_batch)
+    monkeypatch.setattr(checker.AcceleratedSearch, "_persist_batch", persist_batch)
     real_validate = InvariantSuite.validate_arrow
 
     def validate_arrow(self, table):
@@ -684,13 +689,13 @@ def test_pipelined_commits_store_what_in_line_commits_store(capsys, tmp_path, mo
             calls.append(_name)
             return _real(self, df)
         monkeypatch.setattr(checker.HeldRows, name, spy)
-    real_level = checker._Search._spark_level
+    real_level = checker.AcceleratedSearch._spark_level
 
     def spark_level(self, *args):
         calls.append("level")
         return real_level(self, *args)
 
-    monkeypatch.setattr(checker._Search, "_spark_level", spark_level)
+    monkeypatch.setattr(checker.AcceleratedSearch, "_spark_level", spark_level)
     for pipeline, batched in ((True, True), (True, False), (False, False)):
         # (defer_write both ways where pipelined)
         settings = {"pipeline": pipeline, "validate_batch": batched, "defer_write": batched, "validate_batch_levels": 4,

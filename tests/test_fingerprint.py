@@ -7,10 +7,10 @@ import sys
 
 import pytest
 from conftest import TEST_MODELS, short_run_env
-import engine.search.fingerprint as fingerprint
+import engine.search.encoding as fingerprint
 import engine.runtime.jvm_ext as jvm_ext
 from engine.errors import EngineError, UsageError
-from engine.search.fingerprint import fingerprint_sql
+from engine.search.encoding import fingerprint_sql
 from engine.settings import Settings
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, StringType, StructType

@@ -106,7 +106,7 @@ def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     grow, the levels' fingerprints held on the driver or made fragments; first made from the
     driver's copy of the fingerprints as it lets that copy go; and as the rows' fragments
     (sorted_seen off, the engine without its JVM classes), merged every other level and re-partitioned."""
-    import engine.search.seen as seen
+    import engine.accel.seen_index as seen
 
     def run(tag, **settings):
         code, out, err = run_cli(capsys, *setting_args(**settings), "check", "ledger_chaining",

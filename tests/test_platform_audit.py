@@ -78,3 +78,22 @@ def test_audit_of_an_unknown_run_is_bad_input(finished):
     code, out, err = cli("--models", TEST_MODELS, "audit", "no-such-run", "--warehouse", wh)
     assert code == 2 and out == ""
     assert f"error: no run 'no-such-run' under {wh}" in err
+
+
+def test_a_lost_data_file_fails_the_audit_and_is_not_built_on(finished, tmp_path):
+    """A data file the states table's log lists, deleted: the audit fails naming the level and the
+    file (exit 12, no traceback), and a check of the same run refuses to build on the table."""
+    from platform_util import OK_ARGS
+    wh, res = finished
+    copy = tmp_path / "wh" / "counter" / res["run_id"]
+    copy_run(res, copy)
+    lost = sorted((copy / "states" / "depth-000003").rglob("*.parquet"))[0]
+    lost.unlink()
+    code, rep = audit(tmp_path / "wh", res["run_id"])
+    assert code == 12 and rep["success"] is False
+    ok, detail = checks(rep)["every data file the log lists is there"]
+    assert not ok and detail.startswith(f"1 missing: depth 3: {lost} (the other checks")
+    code, out, err = cli("--models", TEST_MODELS, "check", "counter", *OK_ARGS, "--warehouse", tmp_path / "wh")
+    assert code == 2 and out == ""
+    assert err.strip() == (f"error: run {res['run_id']}: its states table lists {lost} (depth 3), which is missing; "
+                           "the run cannot be resumed on it: start it over with --fresh")

@@ -1,4 +1,4 @@
-"""The seen fingerprints in the tasks' JVM (engine.search.seen_filter, engine/runtime/jvm/SeenSet.java): what the
+"""The seen fingerprints in the tasks' JVM (engine.accel.seen_filter, engine/runtime/jvm/SeenSet.java): what the
 set answers, what the actions' job blanks with it, and that a set out of step with the driver stops
 the search instead of dropping states."""
 import json
@@ -24,8 +24,8 @@ def test_the_jvm_set_holds_exactly_what_was_added(spark, tmp_path, monkeypatch, 
     grows several times) are found, in generated code and interpreted; a pair with either half
     changed, or swapped, is not; adding a pair again does not count it twice; a stopped set finds
     nothing. Small levels' pairs go to the JVM in the Py4J call, larger ones through a file."""
-    from engine.search.loop import interpreted
-    from engine.search.seen_filter import SeenFilter
+    from engine.accel.search import interpreted
+    from engine.accel.seen_filter import SeenFilter
     rng = np.random.default_rng(7)
     pairs = [(0, 0), (-(2 ** 63), 2 ** 63 - 1), (1, 0), (0, 1)]
     pairs += [tuple(p) for p in rng.integers(-(2 ** 63), 2 ** 63 - 1, size=(20_000, 2), dtype=np.int64)]
@@ -49,7 +49,7 @@ def test_the_jvm_set_holds_exactly_what_was_added(spark, tmp_path, monkeypatch, 
 def test_seen_rows_are_blanked_and_new_rows_kept(spark, tmp_path):
     """``mark`` and ``blank`` NULL the named columns of rows whose fingerprint is in the set, and
     leave the others (and every column of the unseen rows) as they were."""
-    from engine.search.seen_filter import SeenFilter
+    from engine.accel.seen_filter import SeenFilter
     seen = SeenFilter(spark, tmp_path)
     seen.add(pa.table({"_fp": [1, 3], "_fp2": [10, 30]}))
     df = spark.createDataFrame([(1, 10, [1, 2], "a", 5), (2, 20, [3], "b", 6), (3, 30, [], "c", 7)],
@@ -65,7 +65,7 @@ def test_seen_rows_are_blanked_and_new_rows_kept(spark, tmp_path):
 
 
 def test_new_states_marked_seen_are_refused():
-    from engine.search.seen_filter import SeenFilter
+    from engine.accel.seen_filter import SeenFilter
     kept = SeenFilter.check(pa.table({"x": [1, 2], "_seen": [False, False]}))
     assert kept.column_names == ["x"]
     assert SeenFilter.check(pa.table({"x": [1]})).column_names == ["x"]
@@ -86,7 +86,7 @@ def test_a_search_blanks_successors_seen_before_and_finds_the_same_states(capsys
     later levels) the actions' job returns successors seen at earlier levels with NULL state,
     constraint and invariant columns and the others whole, and the search finds what it finds with
     the filter off."""
-    import engine.search.expand as expand
+    import engine.accel.held as expand
     from engine.model.loader import load_model
     small = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2")
     outputs = []
@@ -116,7 +116,7 @@ def test_a_set_holding_a_state_the_driver_finds_new_stops_the_search(capsys, tmp
     """The JVM's set given the fingerprints of states the search has not stored yet (as a set out of
     step with the driver would be) blanks new states: the run stops with an internal error naming
     SSE_SEEN_FILTER=0."""
-    from engine.search.seen_filter import SeenFilter
+    from engine.accel.seen_filter import SeenFilter
     first = _check(capsys, tmp_path / "first", "tokens", "--config", "nosym")
     every = DeltaTable(first["tables"]["states"]).to_pyarrow_table(columns=["_fp", "_fp2"])
     real = SeenFilter.add
@@ -133,8 +133,8 @@ def test_a_level_keeps_one_row_per_fingerprint_whatever_the_order(spark, tmp_pat
     another key is blanked, the same row met again (a task run again: same key) keeps it again, and
     stored fingerprints stay blanked; in generated code and interpreted. Closed, only stored ones
     are."""
-    from engine.search.loop import interpreted
-    from engine.search.seen_filter import SeenFilter
+    from engine.accel.search import interpreted
+    from engine.accel.seen_filter import SeenFilter
     seen = SeenFilter(spark, tmp_path)
     assert seen.repeats
     seen.add(pa.table({"_fp": [9], "_fp2": [90]}))
@@ -166,8 +166,8 @@ def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(spark, c
     driver, and by Spark alone. On the driver, rows of states not stored before were blanked, and
     each level's rows that kept their columns hold one row a state. Each state is stored with its
     level's depth, and Spark levels with the keys on the driver compile no new code after the first two."""
-    import engine.search.loop as checker
-    import engine.search.expand as expand
+    import engine.accel.search as checker
+    import engine.accel.held as expand
     from engine.model.loader import load_model
     where_settings = {"driver": {}, "spark": {"level_path": "spark"},
                       "spark_in_spark": {"level_path": "spark", "narrow_on_driver": 0}}[where]
@@ -182,7 +182,7 @@ def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(spark, c
     # code cache let go. Spark alone plans its shuffles afresh each level, with new stage numbers.)
     compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
     per_level = []
-    real_level = checker._Search._spark_level
+    real_level = checker.AcceleratedSearch._spark_level
 
     def counted_level(self, *a, **k):
         before = compiled.getCount()
@@ -190,7 +190,7 @@ def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(spark, c
             return real_level(self, *a, **k)
         finally:
             per_level.append(compiled.getCount() - before)
-    monkeypatch.setattr(checker._Search, "_spark_level", counted_level)
+    monkeypatch.setattr(checker.AcceleratedSearch, "_spark_level", counted_level)
     small = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2")
     tables = {}
     for level_filter in ("1", "0"):

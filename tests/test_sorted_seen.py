@@ -6,7 +6,7 @@ import random
 import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
-import engine.search.seen as seen
+import engine.accel.seen_index as seen
 from engine.settings import Settings
 
 SCHEMA = StructType([StructField("_fp", LongType(), False), StructField("_fp2", LongType(), False),
@@ -142,7 +142,7 @@ def test_runs_made_from_the_drivers_copy_are_sparks(spark, tmp_path, monkeypatch
     partitioning and sort make of the same pairs, partition by partition and in order, and finds
     exactly the unseen states of a probe."""
     import pyarrow as pa
-    from engine.search.expand import rows_frame
+    from engine.accel.held import rows_frame
     rng = random.Random(11)
     pairs = _pairs(rng, 3000)
     rng.shuffle(pairs)

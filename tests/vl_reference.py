@@ -1,6 +1,6 @@
 """An independent breadth-first search of the P verified log (step 04) in plain Python.
 
-Written from /work/shared/verified_log/MODEL.md alone (faithful variant: the actions of section 6,
+Written from MODEL.md (the P-verified log restated as a state machine) alone (faithful variant: the actions of section 6,
 the assertions of 7, the safety monitors of 8, the canonicalisation of 4.3 and 13), separately from
 the SQL translation. It reproduces the reference implementation's figures (MODEL.md 10.2 and 13:
 T 468,276 states in 37 levels with the published profile, T-E1 78,825, F 400,939 in 28 levels), so

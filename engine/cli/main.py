@@ -37,7 +37,13 @@ def command_settings(args: argparse.Namespace, base: Settings) -> Settings:
         changes["warehouse"] = args.warehouse
     if getattr(args, "master", None):
         changes["master"] = args.master
-    return settings.replace(**changes) if changes else settings
+    if getattr(args, "remote", None):
+        changes["remote"] = args.remote
+    settings = settings.replace(**changes) if changes else settings
+    if settings.remote and (getattr(args, "master", None) or settings.master != Settings().master):
+        raise UsageError(f"--remote {settings.remote} and --master {settings.master} name two Sparks: a Spark "
+                         "Connect server runs with its own master; give one of them")
+    return settings
 
 
 def _warehouse(settings: Settings) -> Path:
@@ -73,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="count states that differ by a permutation of the symmetry sets apart")
     c.add_argument("--warehouse", type=Path, default=None, help="where the Delta tables go (default: warehouse/)")
     c.add_argument("--master", default=None, help="Spark master (default: local[2] or $SSE_SPARK_MASTER)")
+    c.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
+                   help="run on a Spark Connect server (the portable path; default: $SSE_SPARK_REMOTE)")
     c.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     c.add_argument("--fresh", action="store_true", help="discard this run's earlier tables and start over")
     c.add_argument("--quiet", action="store_true", help="no per-level progress on stderr")
@@ -90,17 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tlc", action="store_true", help="the trace is TLC's text output (State n: <Action ...>)")
     r.add_argument("--warehouse", type=Path, default=None, help="where to look a run id up")
     r.add_argument("--master", default=None)
+    r.add_argument("--remote", default=None, metavar="sc://HOST:PORT", help="a Spark Connect server")
     r.add_argument("--json", action="store_true")
 
     sub.add_parser("models", help="list the models, their constants and configurations")
     st = sub.add_parser("settings", help="list the engine's settings: name, environment variable, value, "
                         "and what each trades")
     st.add_argument("--json", action="store_true")
+    st.add_argument("--markdown", action="store_true", help="the table docs/architecture.md holds")
 
     a = sub.add_parser("audit", help="run a finished run's invariant suite again over its whole states table")
     a.add_argument("run", help="run id, or the run's folder")
     a.add_argument("--warehouse", type=Path, default=None)
     a.add_argument("--master", default=None)
+    a.add_argument("--remote", default=None, metavar="sc://HOST:PORT", help="a Spark Connect server")
     a.add_argument("--json", action="store_true")
 
     q = sub.add_parser("sql", help="ad-hoc Spark SQL over a run's tables (views states, levels, outcome, "
@@ -109,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("query", help='e.g. "SELECT _depth, count(*) FROM states GROUP BY _depth"')
     q.add_argument("--warehouse", type=Path, default=None)
     q.add_argument("--master", default=None)
+    q.add_argument("--remote", default=None, metavar="sc://HOST:PORT", help="a Spark Connect server")
     q.add_argument("--limit", type=int, default=1000, help="print at most this many rows (default 1000)")
     q.add_argument("--json", action="store_true", help="print one JSON object: columns, rows, truncated")
 
@@ -145,11 +157,31 @@ def _cmd_settings(args, settings: Settings) -> int:
     if args.json:
         print(json.dumps(rows, default=str))
         return EXIT_OK
+    if args.markdown:
+        print(settings_table())
+        return EXIT_OK
     for r in rows:
         value = "" if r["value"] is None else r["value"]
         mark = "" if r["value"] == r["default"] else "   (changed)"
         print(f"{r['name']} = {value}{mark}\n    {r['env']}; {r['doc']}")
     return EXIT_OK
+
+
+def settings_table() -> str:
+    """Every setting as a Markdown table: name, environment variable, default, what it trades."""
+    def shown(v) -> str:
+        if v is None:
+            return "(unset)"
+        if v == "":
+            return "(empty)"
+        if isinstance(v, bool):
+            return "`1`" if v else "`0`"
+        return f"`{v}`"
+    lines = ["| setting | environment variable | default | what it trades |", "|---|---|---|---|"]
+    for d in describe():
+        choices = f" One of {', '.join(d['choices'])}." if d["choices"] else ""
+        lines.append(f"| `{d['name']}` | `{d['env']}` | {shown(d['default'])} | {d['doc']}.{choices} |")
+    return "\n".join(lines)
 
 
 def _cmd_models(args, settings: Settings) -> int:
@@ -279,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         base = Settings.from_env()
         settings = command_settings(args, base)
-        if args.command in client.FORWARDED and not args.no_server:
+        if args.command in client.FORWARDED and not args.no_server and not settings.remote:
             code = client.forward(argv, base, settings.master)
             if code is not None:
                 return code

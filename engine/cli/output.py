@@ -23,6 +23,15 @@ class Progress:
             from tqdm import tqdm
             self.bar = tqdm(file=stream, unit=" level", desc="search", dynamic_ncols=True, leave=False)
 
+    def announce(self, text: str) -> None:
+        """A line before the levels' (which path the search takes)."""
+        if self.quiet:
+            return
+        if self.bar is not None:
+            self.bar.write(text)
+        else:
+            print(text, file=self.stream, flush=True)
+
     def __call__(self, fig: LevelFigures, frontier: int) -> None:
         if self.quiet:
             return

@@ -125,7 +125,7 @@ class RunSpec:
     deadlock: bool
     extra: dict[str, Any] = field(default_factory=dict)
     symmetry: bool = False
-    # The fingerprint scheme (engine.search.fingerprint: row-bytes or json): chosen when the run starts,
+    # The fingerprint scheme (engine.search.encoding: row-bytes or json): chosen when the run starts,
     # kept in the run's run.json, and the stored one when it resumes. Not part of the run id.
     fingerprint: str = ""
 

@@ -75,6 +75,17 @@ def _history_checks(dt: DeltaTable, run_id: str, per_depth: dict[int, int]) -> l
     return [("one commit per level with its figures", ok, detail)]
 
 
+def _missing_files(dt: DeltaTable, states_path: Path) -> list[tuple[int, str]]:
+    """(depth, path) of each data file the table's log lists that is not on disk."""
+    out = []
+    for rel in sorted(dt.files()):
+        if not (states_path / rel).is_file():
+            head = rel.split("/", 1)[0]
+            depth = int(head.split("-")[1]) if head.startswith("depth-") else -1
+            out.append((depth, str(states_path / rel)))
+    return out
+
+
 def audit_run(run: str, warehouse: Path, *, models_root: Path | None = None,
               settings: Settings | None = None) -> dict[str, Any]:
     root = find_run(run, warehouse)
@@ -86,6 +97,15 @@ def audit_run(run: str, warehouse: Path, *, models_root: Path | None = None,
     except Exception as exc:
         raise WarehouseError(f"{states_path}: not a readable Delta table ({exc})") from None
     checks: list[tuple[str, bool, str]] = []
+    missing = _missing_files(dt, states_path)
+    if missing:
+        named = "; ".join(f"depth {d}: {path}" for d, path in missing[:SHOW])
+        more = f"; and {len(missing) - SHOW} more" if len(missing) > SHOW else ""
+        checks.append(("every data file the log lists is there", False,
+                       f"{len(missing):,} missing: {named}{more} (the other checks read the table: not run)"))
+        return {"run_id": spec["run_id"], "model": model.name, "states": None, "table": str(states_path),
+                "success": False, "checks": checks}
+    checks.append(("every data file the log lists is there", True, f"{len(dt.files()):,} files"))
 
     settings = settings or Settings()
     spark = get_spark(settings)

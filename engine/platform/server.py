@@ -144,7 +144,7 @@ class _Server:
         """Watch the client's end of ``conn``: (gone, done). When it closes (the client exited or was
         interrupted) before ``done`` is set, ``gone`` is set and the command's search stops: its
         Spark jobs are cancelled and the search stops at the next level (checker.cancelled)."""
-        import engine.search.loop as checker
+        import engine.search.control as checker
         gone, done = threading.Event(), threading.Event()
 
         def watch() -> None:
@@ -164,7 +164,7 @@ class _Server:
 
     def run(self, conn: socket.socket, req: dict, lock: threading.Lock, gone: threading.Event) -> int:
         """Run one command line sent by a client, its output sent back; GONE when the client left."""
-        import engine.search.loop as checker
+        import engine.search.control as checker
         argv = [str(a) for a in req["argv"]]
         t0 = time.time()
         checker.cancelled.clear()
@@ -186,7 +186,7 @@ class _Server:
     def command(self, argv: list[str], cwd: str | None, out: TextIO, err: TextIO) -> int:
         """The command line ``argv`` in ``cwd``, in a Spark session of its own, printing to ``out`` and ``err``."""
         import engine.runtime.jvm_ext as jvm_ext
-        from engine.runtime.session import persistent_rdd_ids, unpersist_rdds
+        from engine.accel.spark import persistent_rdd_ids, unpersist_rdds
         here, code, session = os.getcwd(), EXIT_INTERNAL, None
         self.active = time.time()
         try:

@@ -1,6 +1,6 @@
 """The engine's own JVM code (engine/runtime/jvm/*.java): compiled once a machine.
 
-- ``sse_row_bytes`` (RowBytes.java): the fingerprint (engine.search.fingerprint) hashes a state's bytes in
+- ``sse_row_bytes`` (RowBytes.java): the fingerprint (engine.search.encoding) hashes a state's bytes in
   Spark's binary row format; Spark has no SQL function that gives them, so the engine adds one, a
   Catalyst expression with its own generated code.
 - ``sse_seen`` (SeenSet.java): the seen fingerprints held in the JVM that runs the tasks (local
@@ -143,6 +143,24 @@ def available(settings: Settings | None = None, spark=None) -> bool:
 def class_path(settings: Settings | None = None) -> str | None:
     """The jar for the class path of a JVM about to start, or None (fingerprints as JSON)."""
     return str(jar(settings)) if available(settings) else None
+
+
+def disabled(settings: Settings | None) -> set[str]:
+    """The helpers the settings tell the accelerator not to use (``disabled_helpers``)."""
+    return {n.strip() for n in (settings.disabled_helpers if settings else "").split(",") if n.strip()}
+
+
+def use(spark, name: str, settings: Settings | None, stage: str, fallback: str) -> bool:
+    """Whether the accelerator's ``stage`` may use the helper ``sse.NAME``; where it may not (the
+    settings disable it, or it is not loaded), the stage runs as on the portable path, and says so."""
+    if name in disabled(settings):
+        why = "disabled by the settings"
+    elif not has_class(spark, name):
+        why = "not loaded"
+    else:
+        return True
+    print(f"engine: {stage}: {fallback} ({name} {why})", file=sys.stderr)
+    return False
 
 
 def has_class(spark, name: str) -> bool:

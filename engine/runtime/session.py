@@ -5,54 +5,104 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import sys
 from typing import Any, Iterator
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 import engine.runtime.jvm_ext as jvm_ext
+from engine.errors import UsageError
 from engine.model.loader import Model
 from engine.settings import Settings
 
-__all__ = ["get_spark", "declare_constants", "sql_literal", "checkpoint", "persistent_rdd_ids", "unpersist_rdds"]
+__all__ = ["get_spark", "declare_constants", "interpreted", "is_classic", "sql_literal", "FACTORY_MODE"]
 
 
 def get_spark(settings: Settings | None = None, app_name: str = "state-space-engine",
               conf: dict[str, str] | None = None) -> SparkSession:
-    """The Spark session a command runs in: the active one where this process runs inside Spark
-    already (a Databricks job, a notebook), else one started with ``settings.master``."""
+    """The Spark session a command runs in: a Spark Connect session where the settings name a
+    ``remote`` (Databricks serverless and standard clusters), else the active one where this process
+    runs inside Spark already (a Databricks job, a notebook), else one started with ``settings.master``."""
+    settings = settings or Settings()
+    if settings.remote:
+        return _connect(settings, app_name)
+    return _classic(settings, app_name, conf)
+
+
+def is_classic(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a classic session (a JVM this process reaches through Py4J), not Spark
+    Connect's."""
+    return not type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+# SQL settings a session gets whether the engine starts it or joins it (through Spark Connect too).
+def _sql_settings(settings: Settings) -> dict[str, str]:
+    return {
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.ansi.enabled": "true",
+        "spark.sql.parquet.compression.codec": "zstd",
+        # The seen states are read as one file list per level; above 32 paths Spark would list
+        # them with a Spark job of its own every level.
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
+    }
+
+
+def _connect(settings: Settings, app_name: str) -> SparkSession:
+    """A Spark Connect session at ``settings.remote`` (``sc://HOST:PORT``), refused at once when
+    nothing listens there (the client would otherwise retry for minutes)."""
+    from urllib.parse import urlparse
+    url = settings.remote
+    parsed = urlparse(url)
+    if parsed.scheme != "sc" or not parsed.hostname:
+        raise UsageError(f"--remote {url!r}: a Spark Connect address is sc://HOST:PORT")
+    port = parsed.port or 15002
+    import socket
+    try:
+        with socket.create_connection((parsed.hostname, port), timeout=5):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--remote {url}: nothing listens at {parsed.hostname}:{port} ({exc.strerror or exc}); "
+                         "start a Spark Connect server there (sbin/start-connect-server.sh) or name another") from None
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"--remote {url}: the Spark Connect client is not installed ({exc}); "
+                         "pip install 'pyspark[connect]'") from None
+    spark = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
+    for key, value in _sql_settings(settings).items():
+        try:
+            spark.conf.set(key, value)
+        except Exception:  # noqa: BLE001 - a setting the server does not let a client change
+            pass
+    return spark
+
+
+def _classic(settings: Settings, app_name: str, conf: dict[str, str] | None) -> SparkSession:
     from pyspark import SparkContext
 
-    settings = settings or Settings()
     starting = SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT")
     # The engine's JVM helpers (engine.runtime.jvm_ext), on the class path of a JVM this call starts.
     ext_jar = jvm_ext.class_path(settings) if starting and settings.fingerprint == "row-bytes" else None
     java_options = " ".join(o for o in ("-Dlog4j2.level=ERROR", settings.java_options) if o)
+    builder = SparkSession.builder.master(settings.master).appName(app_name)
+    for key, value in _sql_settings(settings).items():
+        builder = builder.config(key, value)
     builder = (
-        SparkSession.builder.master(settings.master).appName(app_name)
-        .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
-        .config("spark.sql.adaptive.enabled", "true")
-        # The seen states are read as one file list per level; above 32 paths Spark would list
-        # them with a Spark job of its own every level.
-        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+        builder
         .config("spark.sql.codegen.cache.maxEntries", str(settings.codegen_cache))
         .config("spark.ui.enabled", "true" if settings.spark_ui else "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.ui.explainMode", settings.explain_mode)
         .config("spark.driver.memory", settings.driver_memory)
         .config("spark.memory.storageFraction", settings.storage_fraction)
-        .config("spark.sql.ansi.enabled", "true")
         # Spark 4.3 can fuse a union's branches into one generated stage; its RDD is then one
-        # MapPartitionsRDD over every branch, and the held union could no longer run each frontier
-        # part's actions as one task (engine.search.expand.HeldExpansion._by_part). Each branch keeps
-        # its own generated stage.
+        # MapPartitionsRDD over every branch, and the accelerator's held union could no longer run
+        # each frontier part's actions as one task. Each branch keeps its own generated stage.
         .config("spark.sql.codegen.wholeStage.union.enabled", "false")
         .config("spark.sql.codegen.hugeMethodLimit", str(settings.huge_method_limit))
         .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .config("spark.hadoop.parquet.enable.summary-metadata", "false")
-        .config("spark.sql.parquet.compression.codec", "zstd")
         .config("spark.driver.extraJavaOptions", java_options)
     )
     if settings.event_log is not None:
@@ -71,7 +121,8 @@ def get_spark(settings: Settings | None = None, app_name: str = "state-space-eng
         builder = builder.config(k, v)
     with _stdout_to_stderr():
         spark = builder.getOrCreate()
-    if starting:
+    if starting and spark.sparkContext.master.startswith("local"):
+        from engine.accel.spark import size_codegen_cache
         size_codegen_cache(spark)
     if settings.fingerprint == "row-bytes":
         jvm_ext.register(spark, settings)
@@ -103,56 +154,6 @@ def _stdout_to_stderr() -> Iterator[None]:
             os.close(saved)
 
 
-CODEGEN = "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator$"
-
-
-def size_codegen_cache(spark: SparkSession) -> None:
-    """Make Spark's cache of generated classes as large as ``spark.sql.codegen.cache.maxEntries`` says.
-
-    Spark sizes that cache once, when its code generator is first used, from the SQL settings of
-    the thread that uses it; in the engine's runs that thread's settings need not be the session's,
-    and the cache would hold Spark's default of 100 classes: a search whose levels run in Spark would
-    compile the same code again each level. Loading the code generator here, on the thread that made the
-    session, sizes it by the session's setting. (Classic Spark only: it reaches the JVM.)"""
-    jvm = spark._jvm
-    jvm.java.lang.Class.forName(CODEGEN, True, jvm.java.lang.Thread.currentThread().getContextClassLoader())
-
-
-# MEMORY_AND_DISK with rows kept as objects in memory (PySpark's StorageLevel.MEMORY_AND_DISK is
-# serialized; this is the JVM's).
-ROWS_AS_OBJECTS = StorageLevel(True, True, False, True, 1)
-
-
-def checkpoint(df: DataFrame, as_objects: bool = False) -> DataFrame:
-    """``df`` materialized and cut from its plan, kept serialized: a few byte arrays a partition, in
-    memory and spilled to disk beyond it. Spark's default for a checkpoint keeps rows as objects,
-    which the collector traces at every full collection: a large level's successors held that way
-    keep the heap's live set high, and the collector takes its time from the tasks'.
-
-    ``as_objects``: rows kept as objects (still spilled to disk, serialized, beyond memory), for a
-    checkpoint of moderate size read many times: a level's new states, which every action's branch
-    of the next level reads (serialized, each read of a row is a copy through Java's
-    ObjectInputStream)."""
-    return df.localCheckpoint(eager=True, storageLevel=ROWS_AS_OBJECTS if as_objects
-                              else StorageLevel.MEMORY_AND_DISK)  # PySpark's: serialized
-
-
-def persistent_rdd_ids(spark: SparkSession) -> set[int]:
-    """The ids of the RDDs Spark keeps cached (checkpoints among them), in one Py4J call: the Java
-    set's own ``toString`` (iterating the map, or Py4J's ``str()`` of its key set, is a call per
-    entry)."""
-    return {int(x) for x in re.findall(r"-?\d+", spark.sparkContext._jsc.getPersistentRDDs().keySet().toString())}
-
-
-def unpersist_rdds(spark: SparkSession, ids: set[int]) -> None:
-    """Drop the cached blocks of the RDDs ``ids`` (those still cached), without waiting."""
-    rdds = spark.sparkContext._jsc.getPersistentRDDs()
-    for rdd_id in ids:
-        rdd = rdds.get(rdd_id)
-        if rdd is not None:
-            rdd.unpersist(False)
-
-
 def sql_literal(value: Any, sql_type: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -171,3 +172,28 @@ def declare_constants(spark: SparkSession, model: Model, constants: dict[str, An
     for name, const in model.constants.items():
         lit = sql_literal(constants[name], const.sql_type)
         spark.sql(f"DECLARE OR REPLACE VARIABLE `{name}` {const.sql_type} DEFAULT {lit}")
+
+
+FACTORY_MODE = "spark.sql.codegen.factoryMode"  # how expressions outside whole-stage code are evaluated
+_CODEGEN_CONFS = {"spark.sql.codegen.wholeStage": "false", FACTORY_MODE: "NO_CODEGEN"}
+
+
+@contextlib.contextmanager
+def interpreted(spark: SparkSession, on: bool = True) -> Iterator[None]:
+    """Spark jobs run in the block evaluate every expression interpreted (no generated Java): for a
+    small level, generating and compiling the actions' code costs more than it saves. The session's
+    settings are restored after it."""
+    if not on:
+        yield
+        return
+    before = {k: spark.conf.get(k, None) for k in _CODEGEN_CONFS}
+    for k, v in _CODEGEN_CONFS.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)

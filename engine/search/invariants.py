@@ -1,4 +1,5 @@
-"""Invariants as a Great Expectations suite.
+"""Stage: invariants. Each new state's constraint and invariant columns, and their verdict from a Great
+Expectations suite.
 
 Each invariant is a boolean SQL expression over one state (a TLA+ state predicate). For a batch of
 states the engine adds one column per invariant, ``_inv_<Name>``, and the suite holds one
@@ -23,7 +24,9 @@ from pyspark.sql import DataFrame, SparkSession
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["InvariantSuite", "ValidationReport", "preload"]
+__all__ = ["Batches", "InvariantSuite", "ValidationReport", "annotate", "first_violation", "preload"]
+
+
 
 _preloading: threading.Thread | None = None
 
@@ -125,3 +128,74 @@ def guarded(expr: str, unless: str | None) -> str:
     """``expr``, or NULL where the boolean column ``unless`` is true (Spark's generated code evaluates
     a branch of ``IF`` only when it is taken)."""
     return expr if unless is None else f"IF(`{unless}`, NULL, {expr})"
+
+
+def annotate(states: DataFrame, suite: InvariantSuite, in_model: str) -> DataFrame:
+    """``states`` with ``_in_model`` (the state constraint: TLC neither stores nor explores a state
+    outside it, but checks its invariants) and one ``_inv_<Name>`` column per invariant."""
+    return suite.with_columns(states.selectExpr("*", f"({in_model}) AS _in_model"))
+
+
+class Batches:
+    """The suite's verdicts on a run's levels. A level whose invariant columns show a failure is
+    validated at once (the search stops there); the others are validated in batches of consecutive
+    levels held on the driver (a run of the suite has a fixed cost whatever its rows), a level left
+    in Spark on its own, and every batch before the run reports its result. The suite disagreeing
+    with the columns it validates is an engine error, raised."""
+
+    BATCH_ROWS = 50_000
+    BATCH_LEVELS = 8
+
+    def __init__(self, suite: InvariantSuite):
+        self.suite = suite
+        self.pending: list[tuple[int, "pa.Table"]] = []
+
+    def now(self, level) -> ValidationReport:
+        """The suite's verdict on ``level`` (an Arrow table or a Spark DataFrame of the new states)."""
+        if not self.suite.names:
+            return ValidationReport(True, [], {}, -1)
+        columns = [self.suite.column(n) for n in self.suite.names]
+        if isinstance(level, DataFrame):
+            return self.suite.validate(level.select(*columns))
+        return self.suite.validate_arrow(level.select(columns))
+
+    def later(self, level, depth: int) -> None:
+        """Validate ``level`` (every invariant column true) with the next batch."""
+        if not self.suite.names:
+            return
+        if isinstance(level, DataFrame):
+            self._check(self.now(level), [depth])
+            return
+        self.pending.append((depth, level.select([self.suite.column(n) for n in self.suite.names])))
+        if sum(t.num_rows for _, t in self.pending) >= self.BATCH_ROWS or len(self.pending) >= self.BATCH_LEVELS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        import pyarrow as pa
+        batch, self.pending = self.pending, []
+        self._check(self.suite.validate_arrow(pa.concat_tables([t for _, t in batch])), [d for d, _ in batch])
+
+    @staticmethod
+    def _check(report: ValidationReport, depths: list[int]) -> None:
+        if not report.success:
+            raise RuntimeError(f"the invariant suite failed {report.failed} at depths {depths[0]}..{depths[-1]}, "
+                               "whose invariant columns all held: report it")
+
+
+def first_violation(level, failed: list[str], order: list[str]) -> tuple[dict, str]:
+    """The first state of the level (in TLC's order, ``_ord``) that breaks one of ``failed``, and the
+    invariant TLC names: the first of the configuration's ``order`` it breaks. ``level``: an Arrow
+    table in TLC's order, or a Spark DataFrame."""
+    if isinstance(level, DataFrame):
+        cond = " OR ".join(f"NOT `{InvariantSuite.column(n)}`" for n in failed)
+        row = level.where(cond).orderBy("_ord").limit(1).collect()[0].asDict(recursive=True)
+    else:
+        import pyarrow.compute as pc
+        bad = None
+        for n in failed:
+            breaks = pc.invert(pc.fill_null(level[InvariantSuite.column(n)], False))
+            bad = breaks if bad is None else pc.or_(bad, breaks)
+        row = level.filter(bad).slice(0, 1).to_pylist()[0]
+    return row, next(n for n in order if row.get(InvariantSuite.column(n)) is False)

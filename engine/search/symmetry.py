@@ -36,7 +36,7 @@ from typing import Any, Callable
 from pyspark.sql.types import ArrayType, DataType, StringType, StructType
 
 from engine.errors import ModelError
-from engine.search.fingerprint import fingerprint_sql
+from engine.search.encoding import fingerprint_sql
 
 __all__ = ["SymmetryShape", "parse_shape", "permutations", "canonical_fingerprint_stages", "check_paths"]
 

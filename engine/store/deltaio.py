@@ -28,14 +28,32 @@ def delta_mode(spark: SparkSession, settings: Settings | None = None) -> str:
     forced = (settings or Settings()).delta
     if forced != "auto":
         return forced
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:  # Spark Connect (Databricks serverless): no JVM handle, and Delta is built in
-        return "native"
+    from engine.runtime.session import is_classic
+    if not is_classic(spark):
+        return "native" if _connector_behind(spark) else "delta-rs"
+    jvm = spark._jvm
     try:
         jvm.java.lang.Class.forName(_CONNECTOR_CLASS, False, jvm.Thread.currentThread().getContextClassLoader())
     except Exception:
         return "delta-rs"
     return "native"
+
+
+_BEHIND: dict[str, bool] = {}  # Spark Connect session id -> whether its server has the connector
+
+
+def _connector_behind(spark: SparkSession) -> bool:
+    """Whether the Spark Connect server behind ``spark`` has the Delta connector (Databricks has it
+    built in): a delta read of a path that does not exist is analyzed, and only a server without the
+    connector says the data source itself is unknown. Asked once a session."""
+    key = str(getattr(spark, "session_id", id(spark)))
+    if key not in _BEHIND:
+        try:
+            spark.read.format("delta").load("/sse-probe/no-such-table").schema
+            _BEHIND[key] = True
+        except Exception as exc:  # noqa: BLE001 - the error's text is the answer
+            _BEHIND[key] = "DATA_SOURCE_NOT_FOUND" not in str(exc)
+    return _BEHIND[key]
 
 
 def read_delta(spark: SparkSession, path: str, schema: StructType | None = None,

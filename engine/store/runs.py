@@ -227,6 +227,21 @@ class RunStore:
         for v in self._files.values():
             v.sort()
 
+    def missing_files(self) -> list[tuple[int, str]]:
+        """The data files the states table's log lists that are not there, as (depth, path)."""
+        return [(d, str(self.states_path / p)) for d in sorted(self._files) for p in self._files[d]
+                if not (self.states_path / p).is_file()]
+
+    def check_files(self) -> None:
+        """Refuse to build on a states table that has lost data files (a resumed search would read an
+        incomplete seen set and count states twice)."""
+        missing = self.missing_files()
+        if missing:
+            depth, path = missing[0]
+            raise WarehouseError(f"run {self.run_id}: its states table lists {path} (depth {depth}), which is missing"
+                                 + (f", and {len(missing) - 1} more files" if len(missing) > 1 else "")
+                                 + "; the run cannot be resumed on it: start it over with --fresh")
+
     # --- states ----------------------------------------------------------------------------
     def committed_depth(self) -> int:
         if self._states is not None:
@@ -235,6 +250,12 @@ class RunStore:
 
     def level_dir(self, depth: int) -> Path:
         return self.states_path / f"depth-{depth:06d}"
+
+    def attempt_dir(self, depth: int) -> Path:
+        """A new folder for one attempt at writing level ``depth`` (by Spark, on the portable path): a
+        Spark job left running by a killed client may still write into its own attempt's folder,
+        never into the one a later attempt commits."""
+        return self.level_dir(depth) / f"attempt-{uuid.uuid4().hex}"
 
     def level_files(self, depth: int) -> list[str]:
         return [str(self.states_path / p) for p in self._files.get(depth, [])]
@@ -253,13 +274,14 @@ class RunStore:
         pq.write_table(states.select(self.arrow_schema.names).cast(self.arrow_schema),
                        level / f"part-00000-{uuid.uuid4()}-c000.zstd.parquet", compression="zstd")
 
-    def commit_level(self, fig: LevelFigures) -> None:
-        """Commit the Parquet files Spark wrote for ``fig.depth``; a repeat is a no-op."""
+    def commit_level(self, fig: LevelFigures, folder: Path | None = None) -> None:
+        """Commit the Parquet files written for ``fig.depth`` (in the level's folder, or in ``folder``, one
+        attempt's inside it); a repeat is a no-op."""
         _test_hook(self.settings, "before-commit", fig.depth)
         if self.committed_depth() >= fig.depth:
             self._load_files()
             return
-        level = self.level_dir(fig.depth)
+        level = Path(folder) if folder is not None else self.level_dir(fig.depth)
         names = sorted(p.name for p in level.glob("*.parquet")) if level.exists() else []
         actions = []
         for name in names:
@@ -270,7 +292,7 @@ class RunStore:
             self._check_file_schema(full, meta.schema.to_arrow_schema())
             st = full.stat()
             actions.append(AddAction(
-                path=f"{level.name}/{name}", size=st.st_size, partition_values={},
+                path=full.relative_to(self.states_path).as_posix(), size=st.st_size, partition_values={},
                 modification_time=int(st.st_mtime * 1000), data_change=True,
                 stats=json.dumps({"numRecords": meta.num_rows}),
             ))

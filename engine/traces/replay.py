@@ -10,7 +10,6 @@ step's next state is looked up among its successors by fingerprint.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,11 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from engine.model.assume import check_assumptions
 from engine.errors import UsageError
-from engine.search.expand import PARENT_TYPE, compile_model
-from engine.search.fingerprint import JSON, fingerprint_sql
+from engine.search.expand import compile_model
+from engine.search.encoding import JSON, fingerprint_sql
 from engine.traces.itf import ANY, from_itf, parse_shape, read_itf
 from engine.model.loader import RunSpec
-from engine.runtime.session import checkpoint, declare_constants
+from engine.runtime.session import declare_constants
 
 __all__ = ["StepResult", "ReplayReport", "load_trace", "replay"]
 
@@ -91,7 +90,7 @@ def replay(spark: SparkSession, spec: RunSpec, rows: list[dict[str, Any]]) -> Re
     with_step = StructType([*schema.fields, StructField("_step", LongType())])
     trace_df = spark.createDataFrame([tuple(r[n] for n in names) + (i,) for i, r in enumerate(rows, 1)],
                                      with_step)
-    trace_df = checkpoint(trace_df.selectExpr("*", f"{fp1} AS _fp", f"{fp2} AS _fp2"))
+    trace_df = trace_df.selectExpr("*", f"{fp1} AS _fp", f"{fp2} AS _fp2").persist()
     fps = {r["_step"]: (r["_fp"], r["_fp2"]) for r in trace_df.select("_step", "_fp", "_fp2").collect()}
 
     inv_names = list(spec.invariants)
@@ -103,7 +102,7 @@ def replay(spark: SparkSession, spec: RunSpec, rows: list[dict[str, Any]]) -> Re
 
     frontier = trace_df.selectExpr(*[f"`{n}`" for n in names],
                                    "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _step) AS _parent")
-    succ = (cm.successors(spark, frontier)
+    succ = (cm.successors(spark, frontier, view="sse_replay_trace")
             .selectExpr("_parent_ord AS _step", "_action", f"{fp1} AS _fp", f"{fp2} AS _fp2"))
     # Only the successors that equal the trace's next state matter: join on (step + 1)'s fingerprint.
     nxt = trace_df.select((F.col("_step") - 1).alias("_step"), "_fp", "_fp2")
@@ -135,7 +134,7 @@ def replay(spark: SparkSession, spec: RunSpec, rows: list[dict[str, Any]]) -> Re
 def _closest(spark: SparkSession, cm, frontier, schema: StructType, rows: list[dict[str, Any]], i: int) -> str:
     """Say how the trace's state i differs from the nearest successor of state i - 1."""
     names = [f.name for f in schema.fields]
-    succ = cm.successors(spark, frontier.where(f"_parent.ord = {i - 1}")).collect()
+    succ = cm.successors(spark, frontier.where(f"_parent.ord = {i - 1}"), view="sse_replay_step").collect()
     want = rows[i - 1]
     if not succ:
         return f"no action of the model is enabled in state {i - 1}"

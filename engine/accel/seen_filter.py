@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 
-import engine.search.arrow_level as arrow_level
+import engine.accel.arrow_level as arrow_level
 
 import engine.runtime.jvm_ext as jvm_ext
 from engine.settings import Settings
@@ -80,7 +80,8 @@ class SeenFilter:
         self.spark, self.folder = spark, folder
         self.settings = settings = settings or Settings()
         self.name = f"sse-{uuid.uuid4().hex}"
-        self.on = (settings.seen_filter and spark.sparkContext.master.startswith("local") and jvm_ext.has_class(spark, "SeenSet"))
+        self.on = (settings.seen_filter and spark.sparkContext.master.startswith("local") and jvm_ext.use(spark, "SeenSet", settings, "seen states in the tasks' JVM",
+                                                "off, every successor sent to the driver whole"))
         self.count = 0  # fingerprints in the JVM's set
         self.repeats = self.on and settings.level_filter
         self._class = self._add_bytes = self._level = None

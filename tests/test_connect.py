@@ -1,0 +1,136 @@
+"""The engine through Spark Connect (how Databricks serverless and standard clusters run PySpark): a Spark
+Connect server on loopback, started from what the pyspark package ships, and the engine's command
+line as its client (``--remote``): the portable path, TLC's figures and counterexamples, a client
+killed mid-level and resumed, and the platform commands on such a run. Bad addresses are refused."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from deltalake import DeltaTable
+
+from conftest import ROOT, TEST_MODELS
+from platform_util import OK_ARGS
+
+ENGINE = [sys.executable, "-m", "engine"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from engine.runtime.cluster import LocalConnectServer
+    with LocalConnectServer(folder=tmp_path_factory.mktemp("connect")) as srv:
+        yield srv
+
+
+def run(*argv, timeout=1800, **kw):
+    env = {**os.environ, "SSE_SERVER": "off"}
+    env.pop("SPARK_REMOTE", None)
+    return subprocess.run([*ENGINE, *[str(a) for a in argv]], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def check(server, wh, *argv):
+    done = run("check", *argv, "--remote", server.url, "--warehouse", wh, "--json", "--quiet")
+    assert done.stdout.strip(), done.stderr[-3000:]
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def test_an_address_where_nothing_listens_is_refused_at_once(tmp_path):
+    from engine.runtime.cluster import _free_port
+    port = _free_port()
+    t0 = time.time()
+    done = run("--models", TEST_MODELS, "check", "counter", "--remote", f"sc://127.0.0.1:{port}",
+               "--warehouse", tmp_path / "wh")
+    assert done.returncode == 2 and time.time() - t0 < 20
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: --remote sc://127.0.0.1:{port}: nothing listens at 127.0.0.1:{port} (Connection refused); "
+        "start a Spark Connect server there (sbin/start-connect-server.sh) or name another")
+    done = run("--models", TEST_MODELS, "check", "counter", "--remote", f"sc://127.0.0.1:{port}", "--master", "local[1]")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: --remote sc://127.0.0.1:{port} and --master local[1] name two Sparks: a Spark Connect server runs "
+        "with its own master; give one of them")
+    done = run("--models", TEST_MODELS, "check", "counter", "--remote", "http://example:1")
+    assert done.returncode == 2 and "a Spark Connect address is sc://HOST:PORT" in done.stderr
+
+
+def test_the_counter_and_the_platform_commands_through_connect(server, tmp_path):
+    from test_counter import bfs
+    wh = tmp_path / "wh"
+    code, res, err = _check_models(server, wh, "counter", *OK_ARGS)
+    want = bfs({1, 2}, 5, deadlock=False)
+    assert code == 0, err[-3000:]
+    assert (res["path"], res["distinct_states"], res["states_generated"], res["depth"]) == \
+        ("portable", want["distinct"], want["generated"], want["depth"])
+    assert "JSON text" in res["fingerprint"]
+    # audit, sql and report on the run made through Spark Connect
+    audit = run("--models", TEST_MODELS, "audit", res["run_id"], "--warehouse", wh, "--remote", server.url, "--json")
+    assert audit.returncode == 0, audit.stderr[-3000:]
+    assert json.loads(audit.stdout)["success"] is True
+    sql = run("--models", TEST_MODELS, "sql", res["run_id"], "SELECT _depth, count(*) AS n FROM states GROUP BY _depth "
+              "ORDER BY _depth", "--warehouse", wh, "--remote", server.url, "--json")
+    assert sql.returncode == 0, sql.stderr[-3000:]
+    levels = DeltaTable(res["tables"]["levels"]).to_pyarrow_table().to_pylist()
+    assert [r["n"] for r in json.loads(sql.stdout)["rows"]] == \
+        [r["new_states"] for r in sorted(levels, key=lambda r: r["depth"]) if r["new_states"]]
+    report = run("--models", TEST_MODELS, "report", res["run_id"], "--warehouse", wh)
+    assert report.returncode == 0 and report.stdout.strip().endswith("report.html"), report.stderr[-3000:]
+    # a violation: TLC's shortest counterexample
+    code, bad, err = _check_models(server, wh, "counter", "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
+                                   "--set", "Limit=5")
+    assert code == 12 and len(bad["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
+
+
+def _check_models(server, wh, model, *argv):
+    done = run("--models", TEST_MODELS, "check", model, *argv, "--remote", server.url, "--warehouse", wh,
+               "--json", "--quiet")
+    assert done.stdout.strip(), done.stderr[-3000:]
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def test_pulsar_leak_through_connect(server, tmp_path):
+    from test_pulsar_compaction import oracle_actions
+    code, res, err = check(server, tmp_path / "wh", "pulsar_compaction", "--invariant", "TypeSafe",
+                           "--invariant", "CompactedLedgerLeak")
+    assert code == 12, err[-3000:]
+    assert res["violated_invariant"] == "CompactedLedgerLeak" and len(res["trace"]) == 12
+    assert [s["action"] for s in res["trace"]] == oracle_actions("pc_c_CompactedLedgerLeak")
+
+
+@pytest.mark.long
+def test_pulsar_pc_c2_through_connect(server, tmp_path):
+    code, res, err = check(server, tmp_path / "wh", "pulsar_compaction", "--config", "pc_c2")
+    assert code == 0, err[-3000:]
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == (45_198, 60_507, 20)
+
+
+@pytest.mark.long
+def test_ledger_chaining_through_connect_killed_and_resumed(server, tmp_path):
+    """Ledger chaining's default configuration: the client killed with SIGKILL in the middle of a
+    level, then the same command again resumes to TLC's figures, each state once in the states table."""
+    from test_ledger_chaining import TLC_DEPTH, TLC_DISTINCT, TLC_GENERATED
+    wh = tmp_path / "wh"
+    env = {**os.environ, "SSE_SERVER": "off"}
+    proc = subprocess.Popen([*ENGINE, "check", "ledger_chaining", "--remote", server.url, "--warehouse", str(wh),
+                             "--json"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:
+            if line.startswith("Progress(20)"):
+                time.sleep(3)  # into depth 21's jobs
+                break
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    code, res, err = check(server, wh, "ledger_chaining")
+    assert code == 0, err[-3000:]
+    assert res["resumed_from_depth"] >= 20
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == (TLC_DISTINCT, TLC_GENERATED, TLC_DEPTH)
+    states = DeltaTable(res["tables"]["states"]).to_pyarrow_table(columns=["_fp", "_fp2"])
+    assert states.num_rows == TLC_DISTINCT
+    assert states.group_by(["_fp", "_fp2"]).aggregate([]).num_rows == TLC_DISTINCT

@@ -1,0 +1,125 @@
+"""The portable path (public PySpark APIs alone) against the same references as the accelerated one: the
+test counter's independent search, TLC's figures and shortest counterexamples. And the local
+accelerator's helpers disabled one at a time: each stage falls back to its portable form, says so,
+and the figures stay the same."""
+import json
+
+import pytest
+from deltalake import DeltaTable
+
+from conftest import TEST_MODELS, run_cli, setting_args
+from test_counter import bfs
+
+PORTABLE = {"path": "portable"}
+HELPERS = ["RowBytes", "SeenSet", "SortedSeen", "SwitchRows", "ArrowFrontier"]
+
+
+def check(capsys, tmp_path, model, *args, settings=None, models=None):
+    head = ["--models", str(models)] if models else []
+    code, out, err = run_cli(capsys, *head, *setting_args(**(settings or {})), "check", model,
+                             "--warehouse", str(tmp_path / "wh"), "--json", *args)
+    assert out.strip(), err[-3000:]
+    return code, json.loads(out), err
+
+
+def test_the_first_line_says_which_path_runs(capsys, tmp_path):
+    code, res, err = check(capsys, tmp_path, "counter", "--config", "no_deadlock", "--set", "Max=3",
+                           settings=PORTABLE, models=TEST_MODELS)
+    assert code == 0 and res["path"] == "portable"
+    assert err.splitlines()[0] == "Search path: portable (asked for)"
+    code, res, err = check(capsys, tmp_path / "a", "counter", "--config", "no_deadlock", "--set", "Max=3",
+                           models=TEST_MODELS)
+    assert code == 0 and res["path"] == "accelerated"
+    assert err.splitlines()[0].startswith("Search path: accelerated (classic local mode")
+
+
+@pytest.mark.parametrize("level_path", ["driver", "spark"])
+def test_the_counter_matches_the_reference_search(capsys, tmp_path, level_path):
+    """Complete search, deadlock and violation with their shortest traces, with small levels finished
+    on the driver (as Arrow, after Spark's de-duplication and anti-join) and with every level in Spark."""
+    settings = {**PORTABLE, "level_path": level_path}
+    code, res, err = check(capsys, tmp_path, "counter", "--config", "no_deadlock", "--set", "Steps=1,3",
+                           "--set", "Max=9", "--set", "Cap=6", settings=settings, models=TEST_MODELS)
+    want = bfs({1, 3}, 9, cap=6, deadlock=False)
+    assert code == 0, err[-2000:]
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
+    code, res, _ = check(capsys, tmp_path, "counter", "--set", "Steps=1,2", "--set", "Max=5", settings=settings,
+                         models=TEST_MODELS)
+    assert code == 11 and len(res["trace"]) == bfs({1, 2}, 5)["trace_length"]
+    code, res, _ = check(capsys, tmp_path, "counter", "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
+                         "--set", "Limit=5", settings=settings, models=TEST_MODELS)
+    assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
+
+
+def test_both_paths_store_the_same_states(capsys, tmp_path):
+    """The states table of a portable run holds the accelerated run's rows: the same states, each at
+    the same depth and position in TLC's order, reached by the same action from the same parent (the
+    accelerator fingerprinting as JSON too, as the portable path does)."""
+    args = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2")
+    tables = {}
+    for path in ("portable", "accelerated"):
+        code, res, err = check(capsys, tmp_path / path, "ledger_chaining", *args,
+                               settings={"path": path, "fingerprint": "json"})
+        assert code == 0, err[-2000:]
+        cols = ["_depth", "_ord", "_fp", "_fp2", "_parent_fp", "_parent_fp2", "_action"]
+        tables[path] = (res["distinct_states"], res["states_generated"], res["depth"], res["actions_generated"],
+                        sorted(tuple(r.values()) for r in DeltaTable(res["tables"]["states"])
+                               .to_pyarrow_table(columns=["md_next_lid", *cols]).to_pylist()))
+    assert tables["portable"] == tables["accelerated"]
+    assert len(tables["portable"][4]) == tables["portable"][0]
+
+
+def test_pulsar_shortest_counterexample_is_tlcs(capsys, tmp_path):
+    from test_pulsar_compaction import oracle_actions
+    code, res, err = check(capsys, tmp_path, "pulsar_compaction", "--config", "pc_c_DuplicateNullKeyMessage",
+                           settings=PORTABLE)
+    assert code == 12, err[-2000:]
+    assert res["violated_invariant"] == "DuplicateNullKeyMessage"
+    assert [s["action"] for s in res["trace"]] == oracle_actions("pc_c_DuplicateNullKeyMessage")
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("model, args, figures", [
+    ("ledger_chaining", (), (375_963, 2_207_914, 40)),
+    ("pulsar_compaction", ("--config", "pc_c2"), (45_198, 60_507, 20)),
+    ("kafka_kip320", ("--config", "A"), (28_939, None, 22)),
+    ("bookkeeper", ("--config", "bk_master_2b_sym"), (71_528, 245_771, 28)),
+], ids=["ledger_chaining", "pulsar_pc_c2", "kafka_kip320_A", "bookkeeper_2b_sym"])
+def test_oracle_configurations_on_the_portable_path(capsys, tmp_path, model, args, figures):
+    code, res, err = check(capsys, tmp_path, model, *args, "--quiet", settings=PORTABLE)
+    assert code == 0, err[-2000:]
+    distinct, generated, depth = figures
+    assert (res["distinct_states"], res["depth"]) == (distinct, depth)
+    if generated is not None:
+        assert res["states_generated"] == generated
+
+
+@pytest.mark.long
+def test_pulsar_leak_through_the_portable_path(capsys, tmp_path):
+    from test_pulsar_compaction import oracle_actions
+    code, res, err = check(capsys, tmp_path, "pulsar_compaction", "--config", "pc_c_CompactedLedgerLeak",
+                           "--quiet", settings=PORTABLE)
+    assert code == 12, err[-2000:]
+    assert [s["action"] for s in res["trace"]] == oracle_actions("pc_c_CompactedLedgerLeak")
+
+
+def test_each_helper_disabled_falls_back_to_the_portable_stage(capsys, tmp_path):
+    """The accelerator with one of its JVM helpers disabled at a time: the stage that uses it runs as
+    on the portable path and says so on stderr, and the run's figures are those with every helper."""
+    args = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2", "--quiet")
+    code, every, err = check(capsys, tmp_path / "all", "ledger_chaining", *args)
+    assert code == 0 and every["path"] == "accelerated", err[-2000:]
+    said = {"RowBytes": "fingerprint: the state's JSON text, as on the portable path (RowBytes disabled",
+            "SeenSet": "seen states in the tasks' JVM: off, every successor sent to the driver whole (SeenSet disabled",
+            "SortedSeen": "seen index: Spark's anti-join of the rows' fragments (SortedSeen disabled",
+            "SwitchRows": "the actions' plan: planned again for each Spark level, as on the portable path "
+                          "(SwitchRows disabled",
+            "ArrowFrontier": "small levels' frontier: written as JSON text (ArrowFrontier disabled"}
+    figures = ("distinct_states", "states_generated", "depth", "actions_generated", "result")
+    for helper in HELPERS:
+        code, res, err = check(capsys, tmp_path / helper, "ledger_chaining", *args,
+                               settings={"disabled_helpers": helper, "level_path": "alternate"})
+        assert code == 0, err[-2000:]
+        assert f"engine: {said[helper]}" in err, (helper, err[-2000:])
+        assert {k: res[k] for k in figures} == {k: every[k] for k in figures}, helper
