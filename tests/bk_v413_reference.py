@@ -153,12 +153,13 @@ class Spec:
             if not (self.receivable(msgs, m, ADD_REQ) and self.is_earliest(msgs, m)):
                 continue
             i = self.bi[m.bookie]
-            if not (s.b_fenced[i] is False or m.recovery is True):
-                continue
-            resp = Msg(ADD_RESP, m.bookie, m.entry, recovery=m.recovery, success=True)
-            for d in self.processed_and_send(msgs, m, resp):
-                yield self.mk(s, d, b_entries=self.set_at(s.b_entries, i, s.b_entries[i] | {m.entry}),
-                              b_lac=self.set_at(s.b_lac, i, m.lac))
+            # \/ b_fenced[msg.bookie] = FALSE \/ msg.recovery = TRUE: TLC generates the step once for
+            # each disjunct that holds (docs/generated-counts.md)
+            for _ in range((s.b_fenced[i] is False) + (m.recovery is True)):
+                resp = Msg(ADD_RESP, m.bookie, m.entry, recovery=m.recovery, success=True)
+                for d in self.processed_and_send(msgs, m, resp):
+                    yield self.mk(s, d, b_entries=self.set_at(s.b_entries, i, s.b_entries[i] | {m.entry}),
+                                  b_lac=self.set_at(s.b_lac, i, m.lac))
 
     def BookieSendsAddFencedResponse(self, s, msgs):
         for m in msgs:
@@ -285,15 +286,18 @@ class Spec:
     def send_pending(self, s, msgs, w, recovery):
         cf = w.curr_fragment
         for op in w.pending_add_ops:
-            if not (op.fragment_id != cf.id or op.ensemble != cf.ensemble):
-                continue
-            if any(o2.fragment_id == op.fragment_id and o2.ensemble == op.ensemble and o2.entry.id < op.entry.id
-                   for o2 in w.pending_add_ops):
-                continue
-            new_bookies = cf.ensemble - op.ensemble
-            pending = frozenset(Op(o.entry, cf.id, cf.ensemble) if o == op else o for o in w.pending_add_ops)
-            for d in self.send_to_ensemble(msgs, self.add_requests(w, op.entry, new_bookies, recovery)):
-                yield w._replace(pending_add_ops=pending), d
+            # \/ op.fragment_id # ... \/ op.ensemble # ...: once for each disjunct that holds
+            for _ in range((op.fragment_id != cf.id) + (op.ensemble != cf.ensemble)):
+                yield from self._send_pending_op(msgs, w, op, cf, recovery)
+
+    def _send_pending_op(self, msgs, w, op, cf, recovery):
+        if any(o2.fragment_id == op.fragment_id and o2.ensemble == op.ensemble and o2.entry.id < op.entry.id
+               for o2 in w.pending_add_ops):
+            return
+        new_bookies = cf.ensemble - op.ensemble
+        pending = frozenset(Op(o.entry, cf.id, cf.ensemble) if o == op else o for o in w.pending_add_ops)
+        for d in self.send_to_ensemble(msgs, self.add_requests(w, op.entry, new_bookies, recovery)):
+            yield w._replace(pending_add_ops=pending), d
 
     def W1SendsPendingAddOp(self, s, msgs):
         if s.w1.status == OPEN:
