@@ -122,9 +122,10 @@ class Spec:
         return {Msg(ADD_REQ, b, entry, w.lac, recovery) for b in ensemble}
 
     @staticmethod
-    def write_timeout(msgs, b, recovery):
-        return any(c == -1 and m.bookie == b and m.type in (ADD_REQ, ADD_RESP) and m.recovery == recovery
-                   for m, c in msgs.items())
+    def write_timeouts(msgs, b, recovery):
+        """WriteTimeoutForBookie's witnesses: the lost add messages of bookie b."""
+        return sum(1 for m, c in msgs.items()
+                   if c == -1 and m.bookie == b and m.type in (ADD_REQ, ADD_RESP) and m.recovery == recovery)
 
     @staticmethod
     def read_timeout(msgs, b):
@@ -248,8 +249,10 @@ class Spec:
             return
         for b in sorted(w.curr_fragment.ensemble):
             inc, exc = w.curr_fragment.ensemble - {b}, frozenset({b})
-            if not (self.write_timeout(msgs, b, recovery) and any(True for _ in self.ensembles(s, inc, exc))
-                    and self.valid_next_fragment(s, w.lac + 1)):
+            # TLC generates the step once for each witness of WriteTimeoutForBookie's and of
+            # EnsembleAvailable's \E (docs/generated-counts.md)
+            copies = self.write_timeouts(msgs, b, recovery) * sum(1 for _ in self.ensembles(s, inc, exc))
+            if not (copies and self.valid_next_fragment(s, w.lac + 1)):
                 continue
             new_ens = self.select_ensemble(s, inc, exc)
             first = w.lac + 1
@@ -262,7 +265,8 @@ class Spec:
             nw = w._replace(meta_version=s.meta_version + 1, confirmed=confirmed, curr_fragment=frags[-1])
             d = {m: (0 if m.type in (ADD_REQ, ADD_RESP) and m.bookie == b and m.recovery == recovery
                      and c == -1 else c) for m, c in msgs.items()}
-            yield nw, d, frags
+            for _ in range(copies):
+                yield nw, d, frags
 
     def W1ChangesEnsemble(self, s, msgs):
         if s.w1.status == OPEN and s.meta_status == OPEN:
@@ -274,9 +278,10 @@ class Spec:
             return
         for b in sorted(w.curr_fragment.ensemble):
             inc, exc = w.curr_fragment.ensemble - {b}, frozenset({b})
-            if (self.write_timeout(msgs, b, recovery) and any(True for _ in self.ensembles(s, inc, exc))
-                    and not self.valid_next_fragment(s, w.lac + 1)):
-                yield w._replace(status=INVALID)
+            copies = self.write_timeouts(msgs, b, recovery) * sum(1 for _ in self.ensembles(s, inc, exc))
+            if not self.valid_next_fragment(s, w.lac + 1):
+                for _ in range(copies):
+                    yield w._replace(status=INVALID)
 
     def W1TriesInvalidEnsembleChange(self, s, msgs):
         if s.w1.status == OPEN and s.meta_status == OPEN:

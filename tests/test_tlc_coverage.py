@@ -90,9 +90,11 @@ CASES = [
     ("ledger_chaining_c2_lim3", "ledger_chaining", "lc_c2_lim3"),
     ("pulsar_compaction_cov", "pulsar_compaction", "pc_cov"),
     ("bookkeeper_2b_wq1", "bookkeeper", "bk_2b_wq1"),
-    ("bookkeeper_v4_13_2b_wq1", "bookkeeper_v4_13", "bk_v413_2b_wq1"),
+    ("bookkeeper_v4_13_3b_wq1", "bookkeeper_v4_13", "bk_v413_3b_wq1"),
 ]
 LONG_CASES = [
+    # Ensemble changes with two valid ensembles (EnsembleAvailable's \E), in the master protocol.
+    ("bookkeeper_3b_wq1", "bookkeeper", "bk_3b_wq1"),
     # The configuration: FencedLeaderShrinkIsr's two disjuncts, 3,040 generated in TLC.
     ("kafka_kip320_A", "kafka_kip320", "A"),
 ]
