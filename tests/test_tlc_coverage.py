@@ -31,15 +31,13 @@ COVERAGE_LINE = re.compile(r"^<(\w+) line \d+, col \d+ to line \d+, col \d+ of m
 # TLC labels an action by the operator definition it was taken from, which is not always the action
 # the engine names (docs/generated-counts.md, "How TLC splits Next into actions"). A label maps to
 # the engine's action by its name, or by its name and location where one name covers several
-# actions; labels mapped to None are not actions. Several labels may map to one action (their
-# counts add up).
+# actions; labels mapped to None are not actions. Several labels may map to one action and their
+# counts add up: Kip279's two disjuncts of BecomeFollowerTruncateKip279 are two TLC actions, both
+# labelled BecomeFollowerTruncateKip279 with their locations; the engine has one action.
 LABELS = {
     # KafkaTruncateToHighWatermark's step applies BecomeFollowerAndTruncateTo to a state-level
     # argument (replicaState[replica].hw), so TLC's action is that operator's application.
     "kafka_truncate_to_hw": {"BecomeFollowerAndTruncateTo": "BecomeFollowerTruncateToHighWatermark"},
-    # Each of Next's two disjuncts of BecomeFollowerTruncateKip279 is an action of its own, both
-    # named after the definition, with their locations; they add up to the engine's action.
-    "kafka_kip279": {},
     # Ledger chaining's state constraint md_next_lid < 3 (LC_lim3.tla, beside the fixture).
     "ledger_chaining": {"LedgerLimit3": None},
     # Next's disjuncts /\ ModelProducer /\ Producer and /\ ModelConsumer /\ Consumer are conjunctions,
