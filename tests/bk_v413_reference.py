@@ -122,9 +122,10 @@ class Spec:
         return {Msg(ADD_REQ, b, entry, w.lac, recovery) for b in ensemble}
 
     @staticmethod
-    def write_timeout(msgs, b, recovery):
-        return any(c == -1 and m.bookie == b and m.type in (ADD_REQ, ADD_RESP) and m.recovery == recovery
-                   for m, c in msgs.items())
+    def write_timeouts(msgs, b, recovery):
+        """WriteTimeoutForBookie's witnesses: the lost add messages of bookie b."""
+        return sum(1 for m, c in msgs.items()
+                   if c == -1 and m.bookie == b and m.type in (ADD_REQ, ADD_RESP) and m.recovery == recovery)
 
     @staticmethod
     def read_timeout(msgs, b):
@@ -153,12 +154,13 @@ class Spec:
             if not (self.receivable(msgs, m, ADD_REQ) and self.is_earliest(msgs, m)):
                 continue
             i = self.bi[m.bookie]
-            if not (s.b_fenced[i] is False or m.recovery is True):
-                continue
-            resp = Msg(ADD_RESP, m.bookie, m.entry, recovery=m.recovery, success=True)
-            for d in self.processed_and_send(msgs, m, resp):
-                yield self.mk(s, d, b_entries=self.set_at(s.b_entries, i, s.b_entries[i] | {m.entry}),
-                              b_lac=self.set_at(s.b_lac, i, m.lac))
+            # \/ b_fenced[msg.bookie] = FALSE \/ msg.recovery = TRUE: TLC generates the step once for
+            # each disjunct that holds (docs/generated-counts.md)
+            for _ in range((s.b_fenced[i] is False) + (m.recovery is True)):
+                resp = Msg(ADD_RESP, m.bookie, m.entry, recovery=m.recovery, success=True)
+                for d in self.processed_and_send(msgs, m, resp):
+                    yield self.mk(s, d, b_entries=self.set_at(s.b_entries, i, s.b_entries[i] | {m.entry}),
+                                  b_lac=self.set_at(s.b_lac, i, m.lac))
 
     def BookieSendsAddFencedResponse(self, s, msgs):
         for m in msgs:
@@ -247,8 +249,10 @@ class Spec:
             return
         for b in sorted(w.curr_fragment.ensemble):
             inc, exc = w.curr_fragment.ensemble - {b}, frozenset({b})
-            if not (self.write_timeout(msgs, b, recovery) and any(True for _ in self.ensembles(s, inc, exc))
-                    and self.valid_next_fragment(s, w.lac + 1)):
+            # TLC generates the step once for each witness of WriteTimeoutForBookie's and of
+            # EnsembleAvailable's \E (docs/generated-counts.md)
+            copies = self.write_timeouts(msgs, b, recovery) * sum(1 for _ in self.ensembles(s, inc, exc))
+            if not (copies and self.valid_next_fragment(s, w.lac + 1)):
                 continue
             new_ens = self.select_ensemble(s, inc, exc)
             first = w.lac + 1
@@ -261,7 +265,8 @@ class Spec:
             nw = w._replace(meta_version=s.meta_version + 1, confirmed=confirmed, curr_fragment=frags[-1])
             d = {m: (0 if m.type in (ADD_REQ, ADD_RESP) and m.bookie == b and m.recovery == recovery
                      and c == -1 else c) for m, c in msgs.items()}
-            yield nw, d, frags
+            for _ in range(copies):
+                yield nw, d, frags
 
     def W1ChangesEnsemble(self, s, msgs):
         if s.w1.status == OPEN and s.meta_status == OPEN:
@@ -273,9 +278,10 @@ class Spec:
             return
         for b in sorted(w.curr_fragment.ensemble):
             inc, exc = w.curr_fragment.ensemble - {b}, frozenset({b})
-            if (self.write_timeout(msgs, b, recovery) and any(True for _ in self.ensembles(s, inc, exc))
-                    and not self.valid_next_fragment(s, w.lac + 1)):
-                yield w._replace(status=INVALID)
+            copies = self.write_timeouts(msgs, b, recovery) * sum(1 for _ in self.ensembles(s, inc, exc))
+            if not self.valid_next_fragment(s, w.lac + 1):
+                for _ in range(copies):
+                    yield w._replace(status=INVALID)
 
     def W1TriesInvalidEnsembleChange(self, s, msgs):
         if s.w1.status == OPEN and s.meta_status == OPEN:
@@ -285,15 +291,18 @@ class Spec:
     def send_pending(self, s, msgs, w, recovery):
         cf = w.curr_fragment
         for op in w.pending_add_ops:
-            if not (op.fragment_id != cf.id or op.ensemble != cf.ensemble):
-                continue
-            if any(o2.fragment_id == op.fragment_id and o2.ensemble == op.ensemble and o2.entry.id < op.entry.id
-                   for o2 in w.pending_add_ops):
-                continue
-            new_bookies = cf.ensemble - op.ensemble
-            pending = frozenset(Op(o.entry, cf.id, cf.ensemble) if o == op else o for o in w.pending_add_ops)
-            for d in self.send_to_ensemble(msgs, self.add_requests(w, op.entry, new_bookies, recovery)):
-                yield w._replace(pending_add_ops=pending), d
+            # \/ op.fragment_id # ... \/ op.ensemble # ...: once for each disjunct that holds
+            for _ in range((op.fragment_id != cf.id) + (op.ensemble != cf.ensemble)):
+                yield from self._send_pending_op(msgs, w, op, cf, recovery)
+
+    def _send_pending_op(self, msgs, w, op, cf, recovery):
+        if any(o2.fragment_id == op.fragment_id and o2.ensemble == op.ensemble and o2.entry.id < op.entry.id
+               for o2 in w.pending_add_ops):
+            return
+        new_bookies = cf.ensemble - op.ensemble
+        pending = frozenset(Op(o.entry, cf.id, cf.ensemble) if o == op else o for o in w.pending_add_ops)
+        for d in self.send_to_ensemble(msgs, self.add_requests(w, op.entry, new_bookies, recovery)):
+            yield w._replace(pending_add_ops=pending), d
 
     def W1SendsPendingAddOp(self, s, msgs):
         if s.w1.status == OPEN:

@@ -71,14 +71,14 @@ def test_defect_1_with_two_bookies(capsys, tmp_path):
 @pytest.mark.long
 def test_ensemble_changes_complete_search_matches_reference(capsys, tmp_path):
     # Two bookies with WQ = AQ = 1: a lost add lets w1 (or w2) replace the bookie, so ensemble
-    # changes, pending-op resends and fragment lookups all occur. Reference: 1,307 distinct states,
-    # 2,993 generated, depth 25.
+    # changes, pending-op resends and fragment lookups all occur. TLC (-deadlock) and the reference:
+    # 1,307 distinct states, 3,081 generated, depth 25.
     code, res, err = check(capsys, tmp_path, "--set", "Bookies=b1,b2", "--set", "WriteQuorum=1",
                            "--set", "AckQuorum=1")
     want = ref.bfs(["b1", "b2"], 1, 1, 1, False)
     assert code == 0, err[-3000:]
     assert (res["result"], res["distinct_states"], res["states_generated"], res["depth"]) == \
-        (want["result"], want["distinct"], want["generated"], want["depth"]) == ("ok", 1307, 2993, 25)
+        (want["result"], want["distinct"], want["generated"], want["depth"]) == ("ok", 1307, 3081, 25)
 
 
 @pytest.mark.long

@@ -1,9 +1,13 @@
 -- BookKeeperProtocol.tla: BookieSendsAddConfirmedResponse
 -- A bookie stores an entry (unfenced, or a recovery add) and confirms it.
+-- The guard "not fenced, or a recovery add" is a disjunction before any primed variable: TLC takes
+-- each true disjunct as a step of its own, so a recovery add to an unfenced bookie is generated
+-- twice, the same successors both times (docs/generated-counts.md).
 WITH msgs AS (
-    SELECT f.*, mm.mi, mm.m.msg AS msg, mm.m.count AS cnt
+    SELECT f.*, mm.mi, mm.m.msg AS msg, mm.m.count AS cnt, dj.d
     FROM frontier AS f
     LATERAL VIEW posexplode(filter(f.messages, m -> m.msg.type = 'AddEntryRequestMessage' AND m.count >= 1)) mm AS mi, m  -- \E msg \in DOMAIN messages (the deliverable ones of its type)
+    LATERAL VIEW explode(array(0, 1)) dj AS d                                --   \/ disjunct 0 \/ disjunct 1
 ),
 
 enabled_pre AS (
@@ -13,7 +17,8 @@ enabled_pre AS (
       AND NOT exists(messages, m2 -> m2.msg.type = msg.type AND m2.count >= 1
                         AND m2.msg.recovery <=> msg.recovery AND m2.msg.entry.id < msg.entry.id
                         AND m2.msg.cid = msg.cid AND m2.msg.bookie = msg.bookie)
-      AND (NOT b_fenced[array_position(Bookies, msg.bookie) - 1] OR msg.recovery)
+      AND IF(d = 0, NOT b_fenced[array_position(Bookies, msg.bookie) - 1],  -- b_fenced[msg.bookie] = FALSE
+                    msg.recovery)                                          -- msg.recovery = TRUE
 ),
 
 dc AS (
@@ -27,7 +32,7 @@ enabled AS (
         sort_array(array_append(
             transform(messages, m -> IF(m.msg <=> msg, named_struct('msg', m.msg, 'count', m.count - 1), m)),
             named_struct('msg', resp, 'count', dcount))) AS messages2,
-        mi * 2 + di AS _choice
+        (mi * 2 + d) * 2 + di AS _choice
     FROM dc
 ),
 

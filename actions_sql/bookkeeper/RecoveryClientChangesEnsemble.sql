@@ -1,5 +1,9 @@
 -- BookKeeperProtocol.tla: RecoveryClientChangesEnsemble(cid), with ChangeEnsemble(c, TRUE)
 -- Bookies whose writes timed out are replaced by a new ensemble for the entries after the LAC.
+-- TLC walks WriteTimeoutForBookie (an \E over the messages, under \A bookie \in failed_bookies) and
+-- EnsembleAvailable (an \E over SUBSET Bookies) before any primed variable, so the step is generated
+-- once for each lost add message of each failed bookie times each valid ensemble, the same successor
+-- each time (docs/generated-counts.md): `copies` rows.
 WITH choices AS (
     SELECT f.*, cl.ci, cl.cid, f.clients[cl.ci] AS c
     FROM frontier AS f
@@ -12,6 +16,8 @@ pre AS (
     SELECT *,
         filter(c.curr_fragment.ensemble, b -> exists(messages, m -> m.count = -1 AND m.msg.bookie = b AND m.msg.cid = c.id AND m.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage') AND m.msg.recovery = true)) AS failed,
         filter(c.curr_fragment.ensemble, b -> NOT exists(messages, m -> m.count = -1 AND m.msg.bookie = b AND m.msg.cid = c.id AND m.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage') AND m.msg.recovery = true)) AS good,
+        -- \A bookie \in failed_bookies : WriteTimeoutForBookie(...): the witnesses, bookie by bookie
+        aggregate(c.curr_fragment.ensemble, 1, (n, b) -> n * greatest(1, size(filter(messages, m -> m.count = -1 AND m.msg.bookie = b AND m.msg.cid = c.id AND m.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage') AND m.msg.recovery = true)))) AS timeouts,
         c.lac + 1 AS first_entry_id
     FROM choices LATERAL VIEW explode(array(0)) AS _split0   -- one row: a method of its own (README, Writing a model)
     WHERE c.status = 'STATUS_IN_RECOVERY' AND meta_status = 'STATUS_IN_RECOVERY'
@@ -21,15 +27,18 @@ pre AS (
       
 ),
 with_ens AS (
-    SELECT *, array_min(filter(
-            transform(sequence(0, shiftleft(1, size(Bookies)) - 1),
-                      mask -> filter(Bookies, (b, k) -> (shiftright(mask, k) & 1) = 1)),
-            ens -> size(ens) = WriteQuorum
-               AND NOT exists(ens, b -> array_contains(failed, b))
-               AND forall(good, b -> array_contains(ens, b))
-               AND forall(meta_fragments, fr -> NOT (fr.ensemble <=> ens)))) AS new_ensemble
-    FROM pre LATERAL VIEW explode(array(0)) AS _split1   -- one row: a method of its own (README, Writing a model)
-    WHERE size(failed) > 0
+    SELECT *, array_min(candidates) AS new_ensemble, timeouts * size(candidates) AS copies
+    FROM (
+        SELECT *, filter(                                                   -- the ensembles EnsembleAvailable finds
+                transform(sequence(0, shiftleft(1, size(Bookies)) - 1),
+                          mask -> filter(Bookies, (b, k) -> (shiftright(mask, k) & 1) = 1)),
+                ens -> size(ens) = WriteQuorum
+                   AND NOT exists(ens, b -> array_contains(failed, b))
+                   AND forall(good, b -> array_contains(ens, b))
+                   AND forall(meta_fragments, fr -> NOT (fr.ensemble <=> ens))) AS candidates
+        FROM pre LATERAL VIEW explode(array(0)) AS _split1   -- one row: a method of its own (README, Writing a model)
+        WHERE size(failed) > 0
+    )
 ),
 enabled AS (
     SELECT *,
@@ -38,8 +47,7 @@ enabled AS (
            transform(c.fragments, fr -> IF(fr <=> element_at(c.fragments, -1),
                      named_struct('id', fr.id, 'ensemble', new_ensemble, 'first_entry_id', fr.first_entry_id), fr)),
            array_append(c.fragments, named_struct('id', size(c.fragments) + 1, 'ensemble', new_ensemble,
-                                                  'first_entry_id', first_entry_id))) AS updated,
-        ci AS _choice
+                                                  'first_entry_id', first_entry_id))) AS updated
     FROM with_ens
     WHERE new_ensemble IS NOT NULL                                      -- EnsembleAvailable
 ),
@@ -74,8 +82,8 @@ final AS (
                 'read_responses', x.read_responses,
                 'recovery_phase', x.recovery_phase,
                 'last_recoverable_entry', x.last_recoverable_entry), x)) AS clients,
-        _parent, _choice
-    FROM enabled LATERAL VIEW explode(array(0)) AS _split   -- one row: a method of its own (README, Writing a model)
+        _parent, ci * 1024 + _copy AS _choice
+    FROM enabled LATERAL VIEW explode(sequence(0, copies - 1)) AS _copy   -- a method of its own (README, Writing a model)
 )
 
 SELECT * FROM final

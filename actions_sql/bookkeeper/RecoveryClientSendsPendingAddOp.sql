@@ -1,5 +1,9 @@
 -- BookKeeperProtocol.tla: RecoveryClientSendsPendingAddOp(cid), with ResendPendingAddOp(c, TRUE)
 -- After an ensemble change, the lowest pending add op goes to the ensemble's new bookies.
+-- NeedsResend(op, c.curr_fragment) is a disjunction (a new fragment id, or a new ensemble) that
+-- TLC walks before any primed variable, taking each true disjunct as a step of its own: an op
+-- behind an appended fragment (both differ) is resent twice, the same successors both times
+-- (docs/generated-counts.md).
 WITH choices AS (
     SELECT f.*, cl.ci, cl.cid, f.clients[cl.ci] AS c
     FROM frontier AS f
@@ -7,15 +11,17 @@ WITH choices AS (
 ),
 
 ops AS (
-    SELECT ch.*, o.oi, o.op
+    SELECT ch.*, o.oi, o.op, dj.d
     FROM choices AS ch
     LATERAL VIEW posexplode(ch.c.pending_add_ops) o AS oi, op          -- \E op \in c.pending_add_ops
+    LATERAL VIEW explode(array(0, 1)) dj AS d                          --   NeedsResend: \/ disjunct 0 \/ disjunct 1
     WHERE ch.c.status = 'STATUS_IN_RECOVERY'
 ),
 pre AS (
     SELECT *, array_except(c.curr_fragment.ensemble, op.ensemble) AS new_bookies
     FROM ops
-    WHERE (op.fragment_id <> c.curr_fragment.id OR NOT (op.ensemble <=> c.curr_fragment.ensemble))
+    WHERE IF(d = 0, op.fragment_id <> c.curr_fragment.id,               -- op.fragment_id # curr_fragment.id
+                    NOT (op.ensemble <=> c.curr_fragment.ensemble))     -- op.ensemble # curr_fragment.ensemble
       AND NOT exists(c.pending_add_ops, op2 -> op2.fragment_id = op.fragment_id
                                               AND op2.ensemble <=> op.ensemble
                                               AND op2.entry.id < op.entry.id)
@@ -34,7 +40,7 @@ enabled AS (
     SELECT *,
         sort_array(concat(messages, transform(new_msgs, (n, k) ->
             named_struct('msg', n, 'count', IF((shiftright(mask, k) & 1) = 1, -1, 1))))) AS messages2,
-        (ci * 16 + oi) * 64 + mask AS _choice
+        ((ci * 16 + oi) * 2 + d) * 64 + mask AS _choice
     FROM sends
 ),
 

@@ -1,12 +1,17 @@
 -- BookKeeperProtocol_v4_13.tla: W1SendsPendingAddOp (SendPendingAddOp(w1, FALSE))
 -- After an ensemble change, w1 sends its earliest not-yet-moved pending add op to the bookies new in
 -- its ensemble (each request delivered once or lost) and moves the op to the current fragment.
+-- Which op needs moving is a disjunction (a new fragment id, or a new ensemble) before any primed
+-- variable: TLC takes each true disjunct as a step of its own, so an op behind an appended fragment
+-- (both differ) is sent twice, the same successors both times (docs/generated-counts.md).
 WITH choices AS (
-    SELECT f.*, oi, op
+    SELECT f.*, oi, op, d
     FROM frontier AS f
     LATERAL VIEW posexplode(f.w1.pending_add_ops) AS oi, op              -- \E op \in writer.pending_add_ops
+    LATERAL VIEW explode(array(0, 1)) AS d                                --   \/ disjunct 0 \/ disjunct 1
     WHERE f.w1.status = 'STATUS_OPEN'
-      AND (op.fragment_id != f.w1.curr_fragment.id OR NOT (op.ensemble <=> f.w1.curr_fragment.ensemble))
+      AND IF(d = 0, op.fragment_id != f.w1.curr_fragment.id,               -- op.fragment_id # writer.curr_fragment.id
+                    NOT (op.ensemble <=> f.w1.curr_fragment.ensemble))    -- op.ensemble # writer.curr_fragment.ensemble
       AND NOT exists(f.w1.pending_add_ops, o2 -> o2.fragment_id = op.fragment_id
                                                  AND o2.ensemble <=> op.ensemble
                                                  AND o2.entry.id < op.entry.id)
@@ -45,7 +50,7 @@ final AS (
         w2,
         sort_array(concat(messages, transform(reqs, (q, i) -> named_struct(
             'msg', q, 'count', IF((shiftright(mask, i) & 1) = 1, 1, -1))))) AS messages,
-        _parent, oi * 1024 + mask AS _choice
+        _parent, (oi * 2 + d) * 1024 + mask AS _choice
     FROM sent
 )
 

@@ -2,6 +2,9 @@
 -- A write to a bookie of w2's ensemble timed out (a lost add request or response): w2 replaces it
 -- with a new ensemble starting at lac+1 (a new fragment, or the current one rewritten when it starts
 -- there), drops the bookie from the confirmed sets of uncommitted entries and clears the timeouts.
+-- TLC walks WriteTimeoutForBookie (an \E over the messages) and EnsembleAvailable (an \E over SUBSET
+-- Bookies) before any primed variable, so the step is generated once for each lost add message of the
+-- bookie times each valid ensemble, the same successor each time (docs/generated-counts.md).
 WITH choices AS (
     SELECT f.*, bi, bookie
     FROM frontier AS f
@@ -23,7 +26,10 @@ timed_out AS (
             e -> size(e) = WriteQuorum
                  AND NOT array_contains(e, bookie)
                  AND size(array_except(array_remove(w2.curr_fragment.ensemble, bookie), e)) = 0
-                 AND forall(meta_fragments, f -> NOT (f.ensemble <=> e)))) AS candidates
+                 AND forall(meta_fragments, f -> NOT (f.ensemble <=> e)))) AS candidates,
+        size(filter(messages, y -> y.count = -1 AND y.msg.bookie = bookie                   -- WriteTimeoutForBookie's
+                                   AND y.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage')
+                                   AND y.msg.recovery = true)) AS timeouts                   --   witnesses
     FROM choices
     -- WriteTimeoutForBookie(messages, bookie, TRUE)
     WHERE exists(messages, y -> y.count = -1 AND y.msg.bookie = bookie
@@ -67,8 +73,8 @@ final AS (
         transform(messages, y -> IF(y.msg.type IN ('AddEntryRequestMessage', 'AddEntryResponseMessage')
                                     AND y.msg.bookie = bookie AND y.msg.recovery = true AND y.count = -1,
                                     named_struct('msg', y.msg, 'count', 0), y)) AS messages,
-        _parent, bi AS _choice
-    FROM updated LATERAL VIEW explode(array(0)) AS _split   -- one row: a method of its own (README, Writing a model)
+        _parent, bi * 1024 + _copy AS _choice
+    FROM updated LATERAL VIEW explode(sequence(0, timeouts * size(candidates) - 1)) AS _copy  -- a method of its own (README, Writing a model)
 )
 
 SELECT * FROM final
