@@ -2,7 +2,8 @@
 
 Each fixture in tests/fixtures/tlc_coverage/ is TLC's whole output for the .cfg beside it, run with
 ``-coverage 1 -workers 1`` (and ``-deadlock`` where the model's configuration turns deadlock
-checking off) by the build and spec checkouts described in /work/tlc/README.txt. The engine runs the
+checking off) by a TLC built from the tlaplus repository against the specs' repositories at the
+oracle's commits (docs/generated-counts.md says how). The engine runs the
 schema's configuration of the same constants; each action's ``actions_generated`` must equal TLC's
 figure for that action, and the totals (distinct, generated, depth) TLC's.
 
