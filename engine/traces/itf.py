@@ -142,7 +142,11 @@ def _scalar(v: Any) -> Any:
 
 
 def write_itf(path: Path, trace: list[dict[str, Any]], schema: StructType, shapes: dict[str, Shape],
-              meta: dict[str, Any], constants: dict[str, Any]) -> Path:
+              meta: dict[str, Any], constants: dict[str, Any], loop: int | None = None) -> Path:
+    """``trace`` as an ITF file. A lasso (a liveness counterexample) carries its loop index, the
+    Apalache/Quint convention: the last state is followed by state ``loop`` again (``loop`` the last
+    index: it stutters for ever). It is written both in ``#meta`` and as the top-level ``loop`` that
+    ADR-015 and itf-py read."""
     states = []
     for i, step in enumerate(trace):
         s = {"#meta": {"index": i, "action": step["action"]}}
@@ -150,8 +154,10 @@ def write_itf(path: Path, trace: list[dict[str, Any]], schema: StructType, shape
             s[f.name] = to_itf(step["state"][f.name], f.dataType, shapes.get(f.name, ANY), constants)
         states.append(s)
     doc = {"#meta": {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
-                     **meta},
+                     **meta, **({"loop": loop} if loop is not None else {})},
            "vars": [f.name for f in schema.fields], "states": states}
+    if loop is not None:
+        doc["loop"] = loop
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1))
@@ -235,7 +241,8 @@ def _order(v: Any) -> Any:
 
 
 def read_itf(path: Path) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
-    """(meta, vars, states as {var: itf-py value} plus '#action') from an ITF file, via itf-py."""
+    """(meta, vars, states as {var: itf-py value} plus '#action') from an ITF file, via itf-py. A
+    lasso's loop index (the top-level ``loop``, or ``#meta``'s) is put in meta as ``loop``."""
     import itf_py
 
     path = Path(path)
@@ -249,4 +256,8 @@ def read_itf(path: Path) -> tuple[dict[str, Any], list[str], list[dict[str, Any]
         row = dict(s.values)
         row["#action"] = (s.meta or {}).get("action")
         states.append(row)
-    return trace.meta or {}, list(trace.vars), states
+    meta = dict(trace.meta or {})
+    loop = trace.loop if trace.loop is not None else meta.get("loop")
+    if loop is not None:
+        meta["loop"] = int(loop)
+    return meta, list(trace.vars), states
