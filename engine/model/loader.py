@@ -589,12 +589,14 @@ def parse_fairness(items: list[str], actions: list[str]) -> list[str]:
     ``strong`` (SF_vars(Next), the same as weak on a finite state graph), ``weak:Action`` and
     ``strong:Action`` (WF_vars / SF_vars of one action of Next). Each in canonical form, once, in order."""
     out: list[str] = []
+    if [re.sub(r"\s+", "", str(i)) for i in items] == ["none"]:
+        return out  # no fairness (replacing a configuration's)
     for item in items:
         text = re.sub(r"\s+", "", str(item))
         m = _FAIRNESS_ITEM.match(text)
         if not m:
             raise UsageError(f"fairness {item!r}: write weak (WF_vars(Next)), strong (SF_vars(Next)), "
-                             f"weak:ACTION or strong:ACTION")
+                             f"weak:ACTION, strong:ACTION, or none alone")
         if m.group(2) is not None and m.group(2) not in actions:
             raise UsageError(f"fairness {item!r}: {m.group(2)} is not an action of the model "
                              f"(actions: {', '.join(actions)})")
@@ -704,7 +706,7 @@ def resolve_run(
         if n not in model.properties:
             raise UsageError(f"model {model.name} has no property '{n}' "
                              f"(properties: {', '.join(model.properties) or 'none'})")
-    fair_items = fairness if fairness else cfg.get("fairness") or []
+    fair_items = fairness if fairness else cfg.get("fairness") or []  # (--fairness none: no fairness)
     fair = parse_fairness([fair_items] if isinstance(fair_items, str) else fair_items, model.action_names)
     if fairness and not props:
         raise UsageError("--fairness applies to liveness properties: name one with --property "

@@ -52,7 +52,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from engine.errors import UsageError
@@ -132,6 +132,10 @@ def check_properties(spark: SparkSession, spec: RunSpec, cm: CompiledModel, stor
                    str(max(1, min(int(partitions), -(-rows // settings.rows_per_partition)))))
     small = interpreted(spark, rows <= settings.interpret_below * 50)
     small.__enter__()
+    adaptive = spark.conf.get("spark.sql.adaptive.enabled")
+    if rows <= settings.rows_per_partition:
+        # One partition: adaptive execution has nothing to coalesce and runs each shuffle as a job.
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
     try:
         for name in spec.properties:
             prop = spec.model.properties[name]
@@ -161,6 +165,7 @@ def check_properties(spark: SparkSession, spec: RunSpec, cm: CompiledModel, stor
             graph.close()
         small.__exit__(None, None, None)
         spark.conf.set("spark.sql.shuffle.partitions", partitions)
+        spark.conf.set("spark.sql.adaptive.enabled", adaptive)
     return results
 
 
@@ -195,9 +200,19 @@ class Graph:
         self._held = []
 
     def _keep(self, df: DataFrame) -> DataFrame:
+        """``df`` computed once (a local checkpoint: its plan cut, so a fixpoint's plans do not grow)."""
         kept = df.localCheckpoint(eager=True)
         self._held.append(kept)
         return kept
+
+    def _kept_count(self, df: DataFrame, hit: Column | None = None) -> tuple[DataFrame, int, bool]:
+        """``_keep(df)``, its rows and whether a row meets ``hit``, counted in the checkpoint's own job
+        (observed metrics): one job an iteration of a fixpoint."""
+        obs = Observation()
+        kept = self._keep(df.observe(obs, F.count(F.lit(1)).alias("n"),
+                                     F.max(hit if hit is not None else F.lit(False)).alias("hit")))
+        got = obs.get
+        return kept, int(got["n"]), bool(got["hit"])
 
     # ---- the nodes, with the columns a check needs -----------------------------------------------
     def nodes(self, exprs: tuple[str, ...], fair_actions: tuple[str, ...]) -> DataFrame:
@@ -326,12 +341,10 @@ class Graph:
 
     def _trim(self, x: DataFrame, sub: DataFrame) -> DataFrame:
         """The greatest X within ``x`` (id, ok) where every state is ok or has a step into X."""
-        x = self._keep(x)
-        n = x.count()
+        x, n, _ = self._kept_count(x)
         while True:
             has = sub.join(x.select(F.col("id").alias("dst")), "dst", "left_semi").select(F.col("src").alias("id"))
-            nxt = self._keep(x.where("ok").unionByName(x.where("NOT ok").join(has, "id", "left_semi")))
-            m = nxt.count()
+            nxt, m, _ = self._kept_count(x.where("ok").unionByName(x.where("NOT ok").join(has, "id", "left_semi")))
             if m == n:
                 return nxt
             x, n = nxt, m
@@ -396,14 +409,12 @@ class Graph:
 
     def _two_sided(self, region: DataFrame, sub: DataFrame) -> DataFrame:
         """The greatest set within ``region`` whose every state has a step from and a step into it."""
-        x = self._keep(region)
-        n = x.count()
+        x, n, _ = self._kept_count(region)
         while True:
             e = sub.join(x.withColumnRenamed("id", "src"), "src", "left_semi") \
                    .join(x.withColumnRenamed("id", "dst"), "dst", "left_semi")
-            nxt = self._keep(x.join(e.select(F.col("src").alias("id")), "id", "left_semi")
-                             .join(e.select(F.col("dst").alias("id")), "id", "left_semi"))
-            m = nxt.count()
+            nxt, m, _ = self._kept_count(x.join(e.select(F.col("src").alias("id")), "id", "left_semi")
+                                         .join(e.select(F.col("dst").alias("id")), "id", "left_semi"))
             if m == n:
                 return nxt
             x, n = nxt, m
@@ -413,36 +424,37 @@ class Graph:
         state takes the smallest key among the states that reach it; a state whose key is its color is
         a root, and its component is the states of its color that reach it. Repeated on what is left.
         Components with one state and no step are left out (they lie on no cycle). (id, comp)."""
-        remaining = self._keep(region.select("id", _mix(F.col("id")).alias("key")))
+        remaining, left, _ = self._kept_count(region.select("id", _mix(F.col("id")).alias("key")))
         found: list[DataFrame] = []
-        while not remaining.isEmpty():
+        while left:
             e = self.edges_within(remaining)
-            color = self._keep(remaining.select("id", F.col("key").alias("c")))
+            color = remaining.select("id", F.col("key").alias("c"))
             while True:
                 cand = e.join(color.select(F.col("id").alias("src"), "c"), "src") \
                         .groupBy(F.col("dst").alias("id")).agg(F.min("c").alias("c2"))
-                nxt = self._keep(color.join(cand, "id", "left")
-                                 .select("id", F.least("c", F.coalesce("c2", "c")).alias("c"),
-                                         (F.col("c2") < F.col("c")).alias("changed")))
-                changed = nxt.where("changed").count()
+                nxt, _, changed = self._kept_count(
+                    color.join(cand, "id", "left").select("id", F.least("c", F.coalesce("c2", "c")).alias("c"),
+                                                          F.coalesce(F.col("c2") < F.col("c"), F.lit(False))
+                                                          .alias("changed")), hit=F.col("changed"))
                 color = nxt.drop("changed")
                 if not changed:
                     break
             same = self._keep(e.join(color.select(F.col("id").alias("src"), F.col("c").alias("cs")), "src")
                               .join(color.select(F.col("id").alias("dst"), F.col("c").alias("cd")), "dst")
                               .where("cs = cd").select("src", "dst", F.col("cs").alias("c")))
-            member = self._keep(color.join(remaining, "id").where("c = key").select("id", "c"))
-            frontier = member
+            parts = [self._keep(color.join(remaining, "id").where("c = key").select("id", "c"))]
+            frontier = parts[0]
             while True:
-                step = same.join(frontier.select(F.col("id").alias("dst"), "c"), ["dst", "c"]) \
-                           .select(F.col("src").alias("id"), "c").distinct().join(member, "id", "left_anti")
-                step = self._keep(step)
-                if step.isEmpty():
+                step, n, _ = self._kept_count(
+                    same.join(frontier.select(F.col("id").alias("dst"), "c"), ["dst", "c"])
+                        .select(F.col("src").alias("id"), "c").distinct().join(_union(parts), "id", "left_anti"))
+                if not n:
                     break
-                member = self._keep(member.unionByName(step))
+                parts.append(step)
                 frontier = step
+            member = self._keep(_union(parts))
             found.append(member)
-            remaining = self._keep(remaining.join(member, "id", "left_anti"))
+            remaining, left, _ = self._kept_count(remaining.join(member, "id", "left_anti"))
         # A component is named by its root's id (the id in its color's key).
         comp = (self._keep(_union(found).select("id", F.col("c")["i"].alias("comp"))) if found
                 else self._empty_comp())
@@ -453,28 +465,29 @@ class Graph:
         return self._keep(comp.join(inner, "comp", "left_semi"))
 
     # ---- paths ----------------------------------------------------------------------------------
-    def _bfs(self, sources: DataFrame, sub: DataFrame, backward: bool, stop: DataFrame | None = None) -> DataFrame:
+    def _bfs(self, sources: DataFrame, sub: DataFrame, backward: bool, stop: int | None = None) -> DataFrame:
         """Breadth-first search over ``sub`` from ``sources`` (forward, or backward along the edges):
         (id, dist, via), ``via`` the state one step nearer the sources (the smallest id among them).
-        With ``stop``, it ends at the first level that meets it."""
+        With ``stop`` (an id), it ends at the level that meets it. One job a level, and one at the end."""
         near, far = ("dst", "src") if backward else ("src", "dst")
-        reached = self._keep(sources.select("id").distinct().select(
+        first = self._keep(sources.select("id").distinct().select(
             "id", F.lit(0).alias("dist"), F.lit(None).cast("long").alias("via")))
-        frontier, d = reached, 0
+        parts, frontier, d = [first], first, 0
         while True:
             d += 1
             step = (sub.join(frontier.select(F.col("id").alias(near)), near)
                     .select(F.col(far).alias("id"), F.col(near).alias("via"))
-                    .join(reached.select("id"), "id", "left_anti")
+                    .join(_union(parts).select("id"), "id", "left_anti")
                     .groupBy("id").agg(F.min("via").alias("via"))
                     .select("id", F.lit(d).alias("dist"), "via"))
-            step = self._keep(step)
-            if step.isEmpty():
-                return reached
-            reached = self._keep(reached.unionByName(step))
+            step, n, hit = self._kept_count(step, hit=None if stop is None else F.col("id") == F.lit(stop))
+            if not n:
+                break
+            parts.append(step)
             frontier = step
-            if stop is not None and not step.join(stop, "id", "left_semi").isEmpty():
-                return reached
+            if hit:
+                break
+        return parts[0] if len(parts) == 1 else self._keep(_union(parts))
 
     def _walk(self, reached: DataFrame, start: int, backward: bool) -> list[tuple[int, str | None]]:
         """The path a ``_bfs`` result gives: forward, from a source to ``start`` (its ``via`` chain
@@ -540,8 +553,7 @@ class Graph:
     def _leg(self, sub: DataFrame, src: int, dst: int) -> list[tuple[int, str | None]]:
         if src == dst:
             return [(src, None)]
-        target = self.spark.createDataFrame([(dst,)], "id long")
-        reached = self._bfs(self.spark.createDataFrame([(src,)], "id long"), sub, backward=False, stop=target)
+        reached = self._bfs(self.spark.createDataFrame([(src,)], "id long"), sub, backward=False, stop=dst)
         return self._walk(reached, dst, backward=False)
 
     def _states_of(self, path: list[tuple[int, str | None]]) -> list[dict[str, Any]]:
