@@ -716,6 +716,9 @@ def resolve_run(
                          f"TLC warns that the two together are unsound, and a lasso of orbits need not be one "
                          f"of states; turn symmetry off with --no-symmetry (or 'symmetry: false' in the "
                          f"configuration)")
+    if keep_edges and sym:
+        raise UsageError("--keep-edges: the edges are kept for liveness properties, which cannot be checked "
+                         "under symmetry; turn symmetry off with --no-symmetry")
     return RunSpec(model=model, config=cfg_name, constants=constants, invariants=inv,
                    constraints=cons, deadlock=bool(dl), extra=dict(extra or {}), symmetry=sym,
                    properties=props, fairness=fair, edges=bool(props) or keep_edges)
