@@ -83,6 +83,82 @@ def test_undeclared_sql_file_is_rejected(capsys, tmp_path, model_copy):
     assert code == 2 and "Stray.sql" in err and "not declared" in err
 
 
+def layout_error(capsys, tmp_path, models, model):
+    """The one error line a model whose SQL folder breaks the layout rule gets (exit 2, nothing written)."""
+    wh = tmp_path / "wh"
+    code, _, err = run_cli(capsys, "--models", str(models), "check", model, "--warehouse", str(wh))
+    assert code == 2, err
+    assert not wh.exists()
+    return err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("model,name,kind,was,want", [
+    ("ledger_chaining", "TypeOK", "an invariant", "invariants", ""),
+    ("ledger_chaining", "LedgerLimit", "a constraint", "constraints", "invariants"),
+    ("pulsar_compaction", "ConstantsAssumption", "an assumption", "assumptions", ""),
+    ("verified_log", "vl_has", "a function", "functions", "findings"),
+    ("verified_log", "LastProducerUnfinished", "a terminal finding", "findings", "functions"),
+])
+def test_declared_file_in_the_wrong_folder(capsys, tmp_path, model_copy, model, name, kind, was, want):
+    """(a) An invariant, constraint, assumption, function or terminal finding whose file sits at the
+    top of the model's folder or in another kind's folder is refused with where it belongs."""
+    d = model_copy / "actions_sql" / model
+    moved = d / want / f"{name}.sql"
+    moved.parent.mkdir(exist_ok=True)
+    (d / was / f"{name}.sql").rename(moved)
+    assert layout_error(capsys, tmp_path, model_copy, model) == (
+        f"error: {moved}: {name} is {kind}: move it to {d / was / f'{name}.sql'}")
+
+
+@pytest.mark.parametrize("folder,keys", [
+    ("", "init or actions"),
+    ("invariants", "invariants"),
+    ("constraints", "constraints"),
+    ("assumptions", "assumes"),
+    ("functions", "functions"),
+    ("findings", "terminal_findings"),
+])
+def test_undeclared_file_in_any_folder(capsys, tmp_path, model_copy, folder, keys):
+    """(b) A SQL file the schema does not declare, at the top or in any kind's folder."""
+    d = model_copy / "actions_sql" / "ledger_chaining" / folder if folder else \
+        model_copy / "actions_sql" / "ledger_chaining"
+    d.mkdir(exist_ok=True)
+    (d / "Stray.sql").write_text("-- x\ntrue\n")
+    assert layout_error(capsys, tmp_path, model_copy, "ledger_chaining") == (
+        f"error: {d}: SQL files ['Stray.sql'] are not declared in ledger_chaining.yml; "
+        f"list them under {keys}, or remove them")
+
+
+@pytest.mark.parametrize("name,kind,folder", [
+    ("Abdicate", "an action", "invariants"),
+    ("Init", "the init file", "constraints"),
+])
+def test_action_or_init_in_a_subfolder(capsys, tmp_path, model_copy, name, kind, folder):
+    """(c) The init and action files sit at the top of the model's folder, never in a subfolder."""
+    d = model_copy / "actions_sql" / "ledger_chaining"
+    (d / f"{name}.sql").rename(d / folder / f"{name}.sql")
+    assert layout_error(capsys, tmp_path, model_copy, "ledger_chaining") == (
+        f"error: {d / folder / f'{name}.sql'}: {name} is {kind}: move it to {d / f'{name}.sql'}")
+
+
+def test_sql_file_in_a_folder_the_loader_does_not_read(capsys, tmp_path, model_copy):
+    d = model_copy / "actions_sql" / "ledger_chaining"
+    (d / "helpers").mkdir()
+    (d / "invariants" / "TypeOK.sql").rename(d / "helpers" / "TypeOK.sql")
+    assert layout_error(capsys, tmp_path, model_copy, "ledger_chaining") == (
+        f"error: {d / 'helpers' / 'TypeOK.sql'}: is in a folder the loader does not read; the init and action "
+        f"files sit in {d}, the other kinds in its subfolders assumptions/, constraints/, findings/, functions/, "
+        "invariants/: move it or remove it")
+
+
+def test_missing_invariant_names_its_folder(capsys, tmp_path, model_copy):
+    d = model_copy / "actions_sql" / "ledger_chaining"
+    (d / "invariants" / "TypeOK.sql").unlink()
+    assert layout_error(capsys, tmp_path, model_copy, "ledger_chaining") == (
+        f"error: {model_copy / 'schemas' / 'ledger_chaining.yml'}: invariant 'TypeOK' has no SQL file; create "
+        f"{d / 'invariants' / 'TypeOK.sql'} (or remove 'TypeOK' from the schema)")
+
+
 def test_warehouse_that_is_not_a_directory(capsys, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -58,7 +58,7 @@ def test_default_configuration_survives_kill_9_and_matches_tlc(capsys, tmp_path)
 
 
 def test_violation_gives_shortest_trace_stored_in_delta(capsys, tmp_path, model_copy):
-    sql = model_copy / "actions_sql" / "ledger_chaining" / "FewerThanTwoLedgers.sql"
+    sql = model_copy / "actions_sql" / "ledger_chaining" / "invariants" / "FewerThanTwoLedgers.sql"
     sql.write_text("-- test-only invariant: md_next_lid < 3\nmd_next_lid < 3\n")
     schema_path = model_copy / "schemas" / "ledger_chaining.yml"
     schema = yaml.safe_load(schema_path.read_text())

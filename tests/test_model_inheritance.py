@@ -88,6 +88,22 @@ def test_own_file_shadows_the_base(toy):
     assert load_model("counter_double", toy).actions[0].path == own
 
 
+def test_own_invariant_shadows_the_base_in_its_folder(toy):
+    """Each kind is looked up in its own subfolder, the derived model's first, then the base's; a file
+    of the derived model outside its kind's folder is refused, not taken for the base's."""
+    base = toy / "actions_sql" / "counter" / "invariants" / "Bounded.sql"
+    assert load_model("counter_double", toy).invariants["Bounded"].path == base
+    own = toy / "actions_sql" / "counter_double" / "invariants" / "Bounded.sql"
+    own.parent.mkdir()
+    own.write_text(base.read_text())
+    assert load_model("counter_double", toy).invariants["Bounded"].path == own
+    top = toy / "actions_sql" / "counter_double" / "Bounded.sql"
+    own.rename(top)
+    with pytest.raises(ModelError) as err:
+        load_model("counter_double", toy)
+    assert str(err.value) == f"{top}: Bounded is an invariant: move it to {own}"
+
+
 @pytest.mark.parametrize("text,needle", [
     ("name: d\nextends: nobase\n", "'extends:' names unknown model 'nobase'"),
     ("name: d\nextends: d\n", "'extends:' makes a cycle: d -> d"),

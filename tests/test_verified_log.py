@@ -88,7 +88,7 @@ def test_takeover_without_sealing_is_split_brain(capsys, tmp_path):
 
 
 def test_function_files_are_checked(capsys, tmp_path, model_copy):
-    bad = model_copy / "actions_sql" / "verified_log" / "vl_has.sql"
+    bad = model_copy / "actions_sql" / "verified_log" / "functions" / "vl_has.sql"
     bad.write_text("-- broken on purpose\nSELECT 1\n")
     code, out, err = run_cli(capsys, "--models", str(model_copy), "check", "verified_log",
                              "--warehouse", str(tmp_path / "wh"))
@@ -186,8 +186,10 @@ def test_terminal_findings_are_counted_with_a_shortest_example(capsys, tmp_path)
     schema = yaml.safe_load(schema_path.read_text())
     schema["terminal_findings"] = ["AtMax", "BelowMax"]
     schema_path.write_text(yaml.safe_dump(schema, sort_keys=False))
-    (root / "actions_sql" / "counter" / "AtMax.sql").write_text("-- test: stopped at Max\nx = Max\n")
-    (root / "actions_sql" / "counter" / "BelowMax.sql").write_text("-- test: stopped below Max\nx < Max\n")
+    findings = root / "actions_sql" / "counter" / "findings"
+    findings.mkdir()
+    (findings / "AtMax.sql").write_text("-- test: stopped at Max\nx = Max\n")
+    (findings / "BelowMax.sql").write_text("-- test: stopped below Max\nx < Max\n")
     code, out, err = run_cli(capsys, "--models", str(root), "check", "counter", "--config", "no_deadlock",
                              "--warehouse", str(tmp_path / "wh"), "--json")
     assert code == 0, err[-3000:]

@@ -1,8 +1,11 @@
 """Loading a model: its schema (YAML), its SQL files, its constants and named configurations.
 
-A model is data: ``schemas/<name>.yml`` plus ``actions_sql/<name>/<Operator>.sql``. Everything is
-checked here, before Spark starts, so that a malformed model is rejected with a message naming the
-file and saying how to fix it.
+A model is data: ``schemas/<name>.yml`` plus ``actions_sql/<name>/``, one SQL file per spec
+operator named after it. The init file and the actions sit at the top of that folder; each other kind
+has a subfolder of its own (``KIND_FOLDERS``): ``invariants/``, ``constraints/``, ``assumptions/``
+(``assumes:``), ``functions/`` and ``findings/`` (``terminal_findings:``). Everything is checked here,
+before Spark starts, so that a malformed model is rejected with a message naming the file and saying
+how to fix it.
 """
 from __future__ import annotations
 
@@ -52,6 +55,24 @@ _CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock", "sy
 FORMS = ("<>", "[]<>", "<>[]", "~>", "AG EF")
 _DIRECTIVE = re.compile(r"^--\s*(form|fairness)\s*:\s*(.*?)\s*$", re.IGNORECASE)
 _FAIRNESS_ITEM = re.compile(r"^(weak|strong)(?::([A-Za-z][A-Za-z0-9_]*))?$")
+
+# Where each kind of SQL file lives in actions_sql/<model>/ ("" the folder itself), the schema key that
+# declares it, and how a message names it. The loader looks a file up only in its kind's folder.
+KIND_FOLDERS = {
+    "init": "", "action": "", "invariant": "invariants", "constraint": "constraints",
+    "assumption": "assumptions", "function": "functions", "terminal finding": "findings",
+    "property": "properties",
+}
+_KIND_KEYS = {
+    "init": "init", "action": "actions", "invariant": "invariants", "constraint": "constraints",
+    "assumption": "assumes", "function": "functions", "terminal finding": "terminal_findings",
+    "property": "properties",
+}
+_KIND_NAMED = {
+    "init": "the init file", "action": "an action", "invariant": "an invariant", "constraint": "a constraint",
+    "assumption": "an assumption", "function": "a function", "terminal finding": "a terminal finding",
+    "property": "a property",
+}
 
 
 @dataclass(frozen=True)
@@ -403,9 +424,24 @@ def load_model(name: str, root: Path | None = None) -> Model:
         raise _fail(schema_path, f"{sorted(dup)} named more than once among functions, init, actions, invariants, "
                                  "constraints, assumes, terminal_findings, properties")
 
+    kinds = {n: "function" for n in fn_names} | {init_name: "init"} | {a: "action" for a in action_names}
+    kinds |= {n: "invariant" for n in inv_names} | {n: "constraint" for n in con_names}
+    kinds |= {n: "assumption" for n in asm_names} | {n: "terminal finding" for n in term_names}
+    kinds |= {n: "property" for n in prop_names}
+    _check_layout(sql_dir, schema_path, kinds)
+
     def find(n: str) -> Path:
-        # A derived model's own folder first, then its bases' folders, nearest first.
-        return next((d / f"{n}.sql" for d in sql_dirs if (d / f"{n}.sql").is_file()), sql_dir / f"{n}.sql")
+        # Only in the folder of n's kind: a derived model's own folder first, then its bases' folders,
+        # nearest first. A file of that name in another kind's folder is misplaced.
+        kind = kinds[n]
+        for d in sql_dirs:
+            if _placed(d, kind, n).is_file():
+                return _placed(d, kind, n)
+        for d in sql_dirs:
+            for folder in sorted(set(KIND_FOLDERS.values()) - {KIND_FOLDERS[kind]}):
+                if (d / folder / f"{n}.sql").is_file():
+                    raise _misplaced(d / folder / f"{n}.sql", n, kind, d)
+        return _placed(sql_dir, kind, n)
 
     functions = [_read_sql(find(n), n, "function", schema_path) for n in fn_names]
     terminals = {t: _read_sql(find(t), t, "terminal finding", schema_path) for t in term_names}
@@ -414,21 +450,7 @@ def load_model(name: str, root: Path | None = None) -> Model:
     invariants = {i: _read_sql(find(i), i, "invariant", schema_path) for i in inv_names}
     constraints = {c: _read_sql(find(c), c, "constraint", schema_path) for c in con_names}
     assumptions = {a: _read_sql(find(a), a, "assumption", schema_path) for a in asm_names}
-    def find_property(n: str) -> Path:
-        return next((d / PROPERTY_DIR / f"{n}.sql" for d in sql_dirs if (d / PROPERTY_DIR / f"{n}.sql").is_file()),
-                    sql_dir / PROPERTY_DIR / f"{n}.sql")
-
-    properties = {n: _read_property(find_property(n), n, schema_path, action_names) for n in prop_names}
-    declared = set(all_names) - set(prop_names)
-    stray = sorted(p.name for p in sql_dir.glob("*.sql") if p.stem not in declared)
-    if stray:
-        raise _fail(sql_dir, f"SQL files {stray} are not declared in {schema_path.name}; "
-                             "list them under functions, init, actions, invariants, constraints, assumes or "
-                             "terminal_findings, or remove them")
-    stray = sorted(p.name for p in (sql_dir / PROPERTY_DIR).glob("*.sql") if p.stem not in properties)
-    if stray:
-        raise _fail(sql_dir / PROPERTY_DIR, f"property files {stray} are not declared in {schema_path.name}; "
-                                            "list them under properties, or remove them")
+    properties = {n: _read_property(find(n), n, schema_path, action_names) for n in prop_names}
 
     order = data.get("successor_order", "action_first")
     if order not in SUCCESSOR_ORDERS:
@@ -473,6 +495,46 @@ def load_model(name: str, root: Path | None = None) -> Model:
         extends=tuple(p.stem for p in schema_paths[1:]), sql_dirs=tuple(sql_dirs),
         functions=functions, terminal_findings=terminals, symmetry_shapes=shapes, properties=properties,
     )
+
+
+def _placed(sql_dir: Path, kind: str, name: str) -> Path:
+    """Where a SQL file of this kind and name belongs in a model's folder."""
+    folder = KIND_FOLDERS[kind]
+    return (sql_dir / folder if folder else sql_dir) / f"{name}.sql"
+
+
+def _misplaced(path: Path, name: str, kind: str, sql_dir: Path) -> ModelError:
+    return _fail(path, f"{name} is {_KIND_NAMED[kind]}: move it to {_placed(sql_dir, kind, name)}")
+
+
+def _check_layout(sql_dir: Path, schema_path: Path, kinds: dict[str, str]) -> None:
+    """The model's own SQL folder: the init and action files at its top, every other kind in its own
+    subfolder (KIND_FOLDERS), and no SQL file the schema does not declare."""
+    if not sql_dir.is_dir():
+        return
+    folders = sorted({f for f in KIND_FOLDERS.values() if f})
+    where = ", ".join(f"{f}/" for f in folders)
+    for p in sorted(sql_dir.rglob("*.sql")):
+        rel = p.parent.relative_to(sql_dir)
+        if rel.parts and (len(rel.parts) > 1 or rel.parts[0] not in folders):
+            raise _fail(p, f"is in a folder the loader does not read; the init and action files sit in "
+                           f"{sql_dir}, the other kinds in its subfolders {where}: move it or remove it")
+    for folder in ["", *folders]:
+        d = sql_dir / folder if folder else sql_dir
+        if not d.is_dir():
+            continue
+        stray = []
+        for p in sorted(d.glob("*.sql")):
+            kind = kinds.get(p.stem)
+            if kind is None:
+                stray.append(p.name)
+            elif KIND_FOLDERS[kind] != folder:
+                raise _misplaced(p, p.stem, kind, sql_dir)
+        if stray:
+            keys = "init or actions" if not folder else \
+                " or ".join(sorted({_KIND_KEYS[k] for k, f in KIND_FOLDERS.items() if f == folder}))
+            raise _fail(d, f"SQL files {stray} are not declared in {schema_path.name}; list them under "
+                           f"{keys}, or remove them")
 
 
 def variable_shapes(model: Model) -> dict[str, Any]:
@@ -535,8 +597,6 @@ def _config_list(path: Path, name: str, cfg: dict, key: str) -> list[str]:
         raise _fail(path, f"configuration {name}: '{key}:' must be a list of strings, got {value!r}")
     return value
 
-
-PROPERTY_DIR = "properties"
 
 
 def _read_property(path: Path, name: str, schema_path: Path, actions: list[str]) -> Property:

@@ -1,5 +1,6 @@
 """Values written as the spec writes them: sets as ``{a, b}``, sequences as ``<<a, b>>``, records as
-``[f |-> v]``, functions as ``(k1 :> v1 @@ k2 :> v2)``, TRUE and FALSE, and SQL NULL as ``Nil``.
+``[f |-> v]``, functions as ``(k1 :> v1 @@ k2 :> v2)``, TRUE and FALSE, SQL NULL as ``Nil``, a string
+bare (as a model value) and the empty string as ``""``.
 
 Spark's types alone do not tell a set from a sequence (both are arrays), so a variable's ``itf:`` hint
 in its schema (engine.traces.itf) says which; an array without one is written as a sequence. A
@@ -36,7 +37,7 @@ def format_value(v: Any, shape: Shape | None = None, constants: dict[str, Any] |
             return _function([tuple(x.values()) for x in v], inner, constants)
         return "<<" + ", ".join(format_value(x, inner, constants) for x in v) + ">>"
     if isinstance(v, str):
-        return v
+        return v or '""'  # a string is written bare (a model value); the empty string cannot be one
     return str(v)
 
 

@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import engine.search.invariants as invariants
-from engine.errors import ModelError, UsageError, WarehouseError
+from engine.errors import EngineError, ModelError, UsageError, WarehouseError
 from engine.model.assume import check_assumptions
 from engine.model.loader import RunSpec
 from engine.runtime.session import declare_constants, get_spark, interpreted, is_classic
@@ -272,11 +272,15 @@ class PortableSearch:
         for attempt in range(1, LEVEL_ATTEMPTS + 1):
             try:
                 return self._level_once(depth, n_frontier, distinct_total, generated_total)
-            except PySparkException as exc:
-                if self.cm.locate_error(exc) is not None or attempt == LEVEL_ATTEMPTS:
+            except (EngineError, RuntimeError):
+                raise  # (the model's input, or the engine's own check: the same again)
+            except Exception as exc:  # noqa: BLE001 - Spark's errors come as several types (Py4J's in classic mode)
+                if (isinstance(exc, PySparkException) and self.cm.locate_error(exc) is not None) \
+                        or attempt == LEVEL_ATTEMPTS:
                     raise
-                print(f"engine: depth {depth + 1} failed ({str(exc).strip().splitlines()[0][:300]}); computing it "
-                      f"again from depth {depth} (attempt {attempt + 1} of {LEVEL_ATTEMPTS})", file=sys.stderr)
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                print(f"engine: depth {depth + 1} failed ({first[:300]}); computing it again from depth {depth} "
+                      f"(attempt {attempt + 1} of {LEVEL_ATTEMPTS})", file=sys.stderr)
                 self._release()
         raise AssertionError("unreachable")
 

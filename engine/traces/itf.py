@@ -12,7 +12,8 @@ or a function over a fixed domain, so a variable may carry an ``itf:`` hint in i
 ``fun(Clients)`` is an array in the order of the constant set ``Clients`` (written as a map from its
 values); ``pairs`` is a sorted array of two-field structs (key, value) written as a map. Without a
 hint arrays are sequences and structs records. SQL NULL stands for the model value ``Nil`` and is
-written as the string ``"Nil"``. Reading (``read_itf``) uses the itf-py package and the same hints.
+written as the string ``"Nil"``; in a string column, where a model may also hold the string
+``'Nil'`` itself, as ``{"#unserializable": "Nil"}``, so that reading it back gives NULL again. Reading (``read_itf``) uses the itf-py package and the same hints.
 """
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ def _is_int(dt: DataType) -> bool:
 def to_itf(value: Any, dt: DataType, shape: Shape, constants: dict[str, Any]) -> Any:
     """A Spark value (as collected to Python) in ITF's JSON encoding."""
     if value is None:
-        return NIL
+        return {"#unserializable": NIL} if isinstance(dt, StringType) else NIL
     if isinstance(dt, ArrayType):
         et = dt.elementType
         inner = shape.inner or ANY
@@ -171,6 +172,8 @@ def from_itf(value: Any, dt: DataType, shape: Shape, constants: dict[str, Any], 
     from itf_py.itf import ITFUnserializable
 
     if isinstance(value, ITFUnserializable):
+        if value.value == NIL:
+            return None  # (SQL NULL in a string column: to_itf)
         value = value.value
     if value == NIL and not isinstance(dt, StringType):
         return None
