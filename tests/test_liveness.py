@@ -72,7 +72,9 @@ def _check_against_reference(res, fairness):
         assert why is None, (name, fairness, why, states, got["loop"], got["loop_action"])
 
 
-@pytest.mark.parametrize("fairness", [[], ["weak"], ["weak:Jump", "strong:Reset"]],
+@pytest.mark.parametrize("fairness", [pytest.param([], marks=pytest.mark.long),
+                                      pytest.param(["weak"], marks=pytest.mark.long),
+                                      ["weak:Jump", "strong:Reset"]],
                          ids=["no_fairness", "weak", "weak_Jump_strong_Reset"])
 def test_forms_on_the_counter_against_an_independent_check(capsys, counter_live_wh, fairness):
     extra = [a for f in fairness for a in ("--fairness", f)]
