@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 __all__ = [
-    "EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_DEADLOCK", "EXIT_VIOLATION", "EXIT_ILLEGAL_TRACE",
+    "EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_DEADLOCK", "EXIT_VIOLATION", "EXIT_LIVENESS",
+    "EXIT_ILLEGAL_TRACE",
     "EngineError", "ModelError", "UsageError", "WarehouseError", "RunLockedError",
 ]
 
@@ -12,7 +13,9 @@ EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_DEADLOCK = 11
 EXIT_VIOLATION = 12
-# engine replay: a step of the trace is not a transition of the model.
+# check: a liveness property is violated (TLC's own code for a temporal property violated).
+EXIT_LIVENESS = 13
+# engine replay: a step of the trace is not a transition of the model (another command: no clash).
 EXIT_ILLEGAL_TRACE = 13
 
 

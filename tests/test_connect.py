@@ -91,6 +91,7 @@ def _check_models(server, wh, model, *argv):
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
+@pytest.mark.long
 def test_pulsar_leak_through_connect(server, tmp_path):
     from test_pulsar_compaction import oracle_actions
     code, res, err = check(server, tmp_path / "wh", "pulsar_compaction", "--invariant", "TypeSafe",

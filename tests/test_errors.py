@@ -148,7 +148,7 @@ def test_sql_file_in_a_folder_the_loader_does_not_read(capsys, tmp_path, model_c
     assert layout_error(capsys, tmp_path, model_copy, "ledger_chaining") == (
         f"error: {d / 'helpers' / 'TypeOK.sql'}: is in a folder the loader does not read; the init and action "
         f"files sit in {d}, the other kinds in its subfolders assumptions/, constraints/, findings/, functions/, "
-        "invariants/: move it or remove it")
+        "invariants/, properties/: move it or remove it")
 
 
 def test_missing_invariant_names_its_folder(capsys, tmp_path, model_copy):

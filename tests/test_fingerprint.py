@@ -120,6 +120,7 @@ def test_the_jar_is_compiled_once_per_source_and_pyspark(tmp_path, monkeypatch):
     assert jvm_ext.jar(Settings(jvm_ext=tmp_path)) == made and made.stat().st_mtime_ns == stamp
 
 
+@pytest.mark.long
 def test_a_search_finds_the_same_states_in_either_scheme(tmp_path):
     """The counter model checked in its own JVM with JSON fingerprints and with the default: the
     same figures. A run keeps the scheme it started with (its run.json): run again with the other

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pyarrow.compute as pc
+import pytest
 import yaml
 from deltalake import DeltaTable
 
@@ -99,6 +100,7 @@ def test_ledger_limit_is_a_constant(capsys, tmp_path):
     assert res["constants"] == {"Clients": ["c1"], "LedgerLimit": 2}
 
 
+@pytest.mark.long
 def test_seen_index_gives_the_same_counts(capsys, tmp_path, monkeypatch):
     """Leader changes revisit states met many levels earlier, so every seen state must be found.
     The seen index (engine.search.seen) from the first level on gives the plain anti-join's figures: as

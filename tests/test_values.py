@@ -4,11 +4,13 @@ trace, in the ITF trace (``#set``, ``#map``), and read back by ``replay``."""
 import json
 import re
 
+import pytest
 import yaml
 
 from conftest import ROOT, TEST_MODELS, run_cli
 from engine.model.loader import list_models, load_model, variable_shapes
 from engine.model.values import format_value
+from engine.errors import UsageError
 from engine.traces.itf import parse_shape
 
 
@@ -24,6 +26,23 @@ def test_values_by_their_hint():
     assert format_value([[["b1"]], []], parse_shape("fun(Clients, seq(set))"), constants) == \
         "(c1 :> <<{b1}>> @@ c2 :> <<>>)"
     assert format_value({"t": "AP", "status": ""}) == '[t |-> AP, status |-> ""]'
+    # nil(-1): an integer column whose -1 is the model value Nil (bookkeeper's client fields).
+    nil = parse_shape("rec{v: nil(-1), w: int}")
+    assert format_value({"v": -1, "w": -1}, nil) == "[v |-> Nil, w |-> -1]"
+
+
+def test_nil_hint_reads_and_writes_tlcs_nil():
+    from pyspark.sql.types import IntegerType, StructField, StructType
+    from engine.traces.itf import from_itf, to_itf
+    dt = StructType([StructField("v", IntegerType()), StructField("w", IntegerType())])
+    shape = parse_shape("rec{v: nil(-1), w: int}")
+    assert to_itf({"v": -1, "w": -1}, dt, shape, {}) == {"v": "Nil", "w": {"#bigint": "-1"}}
+    assert from_itf({"v": "Nil", "w": -1}, dt, shape, {}, "t") == {"v": -1, "w": -1}
+    assert from_itf({"v": 3}, dt, shape, {}, "t") == {"v": 3, "w": None}  # a field the record lacks: NULL
+    with pytest.raises(UsageError, match=r"^t: record fields \['x'\] are not among the schema's \['v', 'w'\]$"):
+        from_itf({"x": 1}, dt, shape, {}, "t")
+    with pytest.raises(UsageError, match=r"nil\(N\) takes an integer, got 'x'"):
+        parse_shape("nil(x)", "s.yml: variable v")
 
 
 def test_every_set_and_function_variable_has_its_hint():

@@ -28,10 +28,13 @@ step AS (
                 named_struct('t', 'NSR', 'p', i, 'n', 0, 's', prev + 1, 'q', 0, 'num', 0, 'status', 'OK', 'nodes', logs[prev + 1].nodes, 'owner', i))
             WHEN 'already' THEN array_append(net,
                 named_struct('t', 'NSR', 'p', i, 'n', 0, 's', prev + 1, 'q', 0, 'num', 0, 'status', 'ALREADY_APPENDED', 'nodes', 0, 'owner', logs[prev + 1].owner))
-            ELSE net
+            -- 'close'; variant no_end_retry (MODEL.md 11.3): a one-shot eEndSegment to each node
+            ELSE IF(NoEndRetry, concat(net, transform(vl_members(logs[L - 1].nodes, NumNodes),
+                n -> named_struct('t', 'ES', 'p', i, 'n', n, 's', prev, 'q', 0, 'num', scount[i], 'status', '', 'nodes', 0, 'owner', 0))),
+                net)
         END AS net,
         -- the close is broadcast and retried for ever (unacknowledgedEndSegments, never emptied)
-        IF(branch = 'close',
+        IF(branch = 'close' AND NOT NoEndRetry,
            concat(unacked, transform(vl_members(logs[L - 1].nodes, NumNodes),
                   n -> named_struct('n', n, 's', prev, 'num', scount[i], 'last', 0, 'np', i))),
            unacked) AS unacked

@@ -44,7 +44,7 @@ step AS (
             WHEN process AND sn < 0 THEN 'A8'
             ELSE err
         END                                                      AS err,
-        IF(process,
+        IF(process AND NOT NoEndRetry,
            concat(unacked, transform(vl_members(logs[L - 1].nodes, NumNodes),
                   n -> named_struct('n', n, 's', m.s, 'num', m.num, 'last', m.q, 'np', m.p))),
            unacked)                                              AS unacked,
@@ -54,7 +54,12 @@ step AS (
             array_remove(net, m),
             IF(process AND sn >= 0, array(named_struct('t', 'NSR', 'p', m.p, 'n', 0, 's', L, 'q', 0, 'num', 0, 'status', 'OK', 'nodes', sn, 'owner', m.p)), array()),
             transform(vl_members(su, NumNodes),
-                      n -> named_struct('t', 'SU', 'p', takeover.tprod, 'n', n, 's', takeover.tseg, 'q', 0, 'num', 0, 'status', '', 'nodes', 0, 'owner', 0))
+                      n -> named_struct('t', 'SU', 'p', takeover.tprod, 'n', n, 's', takeover.tseg, 'q', 0, 'num', 0, 'status', '', 'nodes', 0, 'owner', 0)),
+            -- variant no_end_retry (MODEL.md 11.3): the close is a one-shot eEndSegment to each node
+            IF(process AND NoEndRetry,
+               transform(vl_members(logs[L - 1].nodes, NumNodes),
+                         n -> named_struct('t', 'ES', 'p', m.p, 'n', n, 's', m.s, 'q', m.q, 'num', m.num, 'status', '', 'nodes', 0, 'owner', 0)),
+               array())
         )                                                        AS net
     FROM witnesses
 ),

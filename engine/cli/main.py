@@ -15,8 +15,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from engine.errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, EngineError,
-                     UsageError)
+from engine.errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_LIVENESS, EXIT_OK, EXIT_VIOLATION,
+                           EngineError, UsageError)
 import engine.cli.client as client
 from engine.model.loader import default_models_root, list_models, load_model, resolve_run, variable_shapes
 from engine.model.values import format_constant
@@ -24,7 +24,8 @@ from engine.settings import Settings, describe
 
 __all__ = ["main", "build_parser"]
 
-RESULT_EXIT = {"ok": EXIT_OK, "invariant_violated": EXIT_VIOLATION, "deadlock": EXIT_DEADLOCK}
+RESULT_EXIT = {"ok": EXIT_OK, "invariant_violated": EXIT_VIOLATION, "deadlock": EXIT_DEADLOCK,
+               "property_violated": EXIT_LIVENESS}
 
 
 def command_settings(args: argparse.Namespace, base: Settings) -> Settings:
@@ -77,6 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks (TLC's -deadlock)")
     c.add_argument("--no-symmetry", action="store_true",
                    help="count states that differ by a permutation of the symmetry sets apart")
+    c.add_argument("--property", dest="properties", action="append", default=[], metavar="NAME",
+                   help="check this liveness property after the search, over the stored state graph "
+                        "(repeatable); replaces the configuration's list")
+    c.add_argument("--fairness", action="append", default=[], metavar="weak|weak:ACTION|strong:ACTION",
+                   help="fairness for the properties: weak is WF_vars(Next); weak:A / strong:A is WF_vars(A) / "
+                        "SF_vars(A) for one action (repeatable); replaces the configuration's")
+    c.add_argument("--keep-edges", action="store_true",
+                   help="store the state graph's edges even without a property, so that the finished run can be "
+                        "checked for properties later (check ... --keep-edges --property NAME reuses it)")
     c.add_argument("--warehouse", type=Path, default=None, help="where the Delta tables go (default: warehouse/)")
     c.add_argument("--master", default=None, help="Spark master (default: local[2] or $SSE_SPARK_MASTER)")
     c.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
@@ -215,7 +225,9 @@ def _cmd_check(args, settings: Settings) -> int:
     model = load_model(args.model, default_models_root(settings))
     spec = resolve_run(model, args.config, args.sets, args.invariants or None,
                        False if args.no_deadlock else None,
-                       symmetry=False if args.no_symmetry else None)
+                       symmetry=False if args.no_symmetry else None,
+                       properties=args.properties or None, fairness=args.fairness or None,
+                       keep_edges=args.keep_edges)
     warehouse = _warehouse(settings)
     from engine.search.loop import check
     from engine.store.runs import check_warehouse
@@ -238,14 +250,14 @@ def _cmd_check(args, settings: Settings) -> int:
 def _cmd_replay(args, settings: Settings) -> int:
     from engine.traces.replay import format_report, load_trace, replay, resolve_replay
 
-    spec, states, source = resolve_replay(args.trace, default_models_root(settings), model=args.model,
+    spec, states, source, loop = resolve_replay(args.trace, default_models_root(settings), model=args.model,
                                           config=args.config, sets=args.sets, tlc=args.tlc,
                                           warehouse=_warehouse(settings), invariants=args.invariants)
     from engine.search.expand import state_schema
     from engine.runtime.session import get_spark
     spark = get_spark(settings)
     rows = load_trace(spec, states, source, state_schema(spark, spec.model))
-    report = replay(spark, spec, rows)
+    report = replay(spark, spec, rows, loop)
     if args.json:
         print(json.dumps(report.to_json()))
     else:

@@ -23,8 +23,9 @@ from engine.errors import ModelError, UsageError
 from engine.settings import Settings
 
 __all__ = [
-    "Constant", "Variable", "SqlFile", "Model", "RunSpec",
-    "default_models_root", "list_models", "load_model", "resolve_run", "parse_case", "variable_shapes",
+    "Constant", "Variable", "SqlFile", "Model", "Property", "RunSpec", "FORMS",
+    "default_models_root", "list_models", "load_model", "resolve_run", "parse_case", "parse_fairness",
+    "variable_shapes",
 ]
 
 IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -44,25 +45,33 @@ MAX_ACTIONS = 64  # the successor-order key packs the action index into 6 bits
 _MODEL_KEYS = {
     "name", "title", "source", "constants", "variables", "init", "actions", "invariants",
     "constraints", "configurations", "default_configuration", "successor_order", "symmetry", "doc",
-    "assumes", "extends", "abstract", "functions", "terminal_findings",
+    "assumes", "extends", "abstract", "functions", "terminal_findings", "properties",
 }
 # What a derived model (``extends: base``) may say about the base's actions, keeping Next's order.
 _ACTION_EDITS = {"remove", "replace", "add", "add_before"}
-_CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock", "symmetry"}
+_CONFIG_KEYS = {"doc", "constants", "invariants", "constraints", "deadlock", "symmetry", "properties", "fairness"}
+# The temporal forms a property file may state (engine.search.liveness): TLA+'s <>P, []<>P, <>[]P and
+# P ~> Q, and the CTL form AG EF P (every reachable state can still reach P).
+FORMS = ("<>", "[]<>", "<>[]", "~>", "AG EF")
+_DIRECTIVE = re.compile(r"^--\s*(form|fairness)\s*:\s*(.*?)\s*$", re.IGNORECASE)
+_FAIRNESS_ITEM = re.compile(r"^(weak|strong)(?::([A-Za-z][A-Za-z0-9_]*))?$")
 
 # Where each kind of SQL file lives in actions_sql/<model>/ ("" the folder itself), the schema key that
 # declares it, and how a message names it. The loader looks a file up only in its kind's folder.
 KIND_FOLDERS = {
     "init": "", "action": "", "invariant": "invariants", "constraint": "constraints",
     "assumption": "assumptions", "function": "functions", "terminal finding": "findings",
+    "property": "properties",
 }
 _KIND_KEYS = {
     "init": "init", "action": "actions", "invariant": "invariants", "constraint": "constraints",
     "assumption": "assumes", "function": "functions", "terminal finding": "terminal_findings",
+    "property": "properties",
 }
 _KIND_NAMED = {
     "init": "the init file", "action": "an action", "invariant": "an invariant", "constraint": "a constraint",
     "assumption": "an assumption", "function": "a function", "terminal finding": "a terminal finding",
+    "property": "a property",
 }
 
 
@@ -97,6 +106,18 @@ class SqlFile:
 
 
 @dataclass(frozen=True)
+class Property:
+    """A temporal property (``properties:``, a file ``properties/<Name>.sql``): its form, its state
+    predicates (two for ``~>``, one otherwise; each a boolean SQL expression over one state) and the
+    fairness its formula carries itself (``-- fairness:``), added to the run's."""
+    name: str
+    form: str
+    predicates: tuple[SqlFile, ...]
+    fairness: tuple[str, ...]
+    file: SqlFile
+
+
+@dataclass(frozen=True)
 class Model:
     name: str
     title: str
@@ -121,14 +142,20 @@ class Model:
     functions: list[SqlFile] = field(default_factory=list)
     terminal_findings: dict[str, SqlFile] = field(default_factory=dict)
     symmetry_shapes: dict[str, Any] = field(default_factory=dict)
+    properties: dict[str, Property] = field(default_factory=dict)
 
     @property
     def variable_names(self) -> list[str]:
         return [v.name for v in self.variables]
 
+    @property
+    def action_names(self) -> list[str]:
+        return [f.name for f in self.actions]
+
     def sql_files(self) -> list[SqlFile]:
         return [*self.functions, self.init, *self.actions, *self.invariants.values(), *self.constraints.values(),
-                *self.assumptions.values(), *self.terminal_findings.values()]
+                *self.assumptions.values(), *self.terminal_findings.values(),
+                *(p.file for p in self.properties.values())]
 
 
 @dataclass(frozen=True)
@@ -146,6 +173,14 @@ class RunSpec:
     # The fingerprint scheme (engine.search.encoding: row-bytes or json): chosen when the run starts,
     # kept in the run's run.json, and the stored one when it resumes. Not part of the run id.
     fingerprint: str = ""
+    # Temporal properties checked after the search (engine.search.liveness) and the run's fairness
+    # (``weak``, ``weak:Action``, ``strong:Action``). Not part of the run id: they are checked over the
+    # stored tables, and a finished run with edges is checked again for other properties.
+    properties: list[str] = field(default_factory=list)
+    fairness: list[str] = field(default_factory=list)
+    # Whether the search stores the state graph's edges (a table ``edges``): part of the run id, so a
+    # run without them is never taken for one with them.
+    edges: bool = False
 
     def with_fingerprint(self, scheme: str) -> "RunSpec":
         return dataclasses.replace(self, fingerprint=scheme)
@@ -170,6 +205,7 @@ class RunSpec:
                 # with another cannot be resumed: its fingerprints would not match)
                 **({"symmetry": self.symmetry} if self.model.symmetry else {}),
                 **({"canonical": "smallest-state"} if self.symmetry else {}),
+                **({"edges": True} if self.edges else {}),
                 **self.extra,
             },
             sort_keys=True,
@@ -381,15 +417,17 @@ def load_model(name: str, root: Path | None = None) -> Model:
     asm_names = _str_list(schema_path, data, "assumes", required=False)
     fn_names = _str_list(schema_path, data, "functions", required=False)
     term_names = _str_list(schema_path, data, "terminal_findings", required=False)
-    all_names = [*fn_names, init_name, *action_names, *inv_names, *con_names, *asm_names, *term_names]
+    prop_names = _str_list(schema_path, data, "properties", required=False)
+    all_names = [*fn_names, init_name, *action_names, *inv_names, *con_names, *asm_names, *term_names, *prop_names]
     dup = {n for n in all_names if all_names.count(n) > 1}
     if dup:
         raise _fail(schema_path, f"{sorted(dup)} named more than once among functions, init, actions, invariants, "
-                                 "constraints, assumes, terminal_findings")
+                                 "constraints, assumes, terminal_findings, properties")
 
     kinds = {n: "function" for n in fn_names} | {init_name: "init"} | {a: "action" for a in action_names}
     kinds |= {n: "invariant" for n in inv_names} | {n: "constraint" for n in con_names}
     kinds |= {n: "assumption" for n in asm_names} | {n: "terminal finding" for n in term_names}
+    kinds |= {n: "property" for n in prop_names}
     _check_layout(sql_dir, schema_path, kinds)
 
     def find(n: str) -> Path:
@@ -412,6 +450,7 @@ def load_model(name: str, root: Path | None = None) -> Model:
     invariants = {i: _read_sql(find(i), i, "invariant", schema_path) for i in inv_names}
     constraints = {c: _read_sql(find(c), c, "constraint", schema_path) for c in con_names}
     assumptions = {a: _read_sql(find(a), a, "assumption", schema_path) for a in asm_names}
+    properties = {n: _read_property(find(n), n, schema_path, action_names) for n in prop_names}
 
     order = data.get("successor_order", "action_first")
     if order not in SUCCESSOR_ORDERS:
@@ -431,7 +470,8 @@ def load_model(name: str, root: Path | None = None) -> Model:
     configurations = data.get("configurations") or {}
     if not isinstance(configurations, dict) or not configurations:
         raise _fail(schema_path, "'configurations:' must name at least one configuration")
-    model_stub = dict(constants=constants, invariants=inv_names, constraints=con_names)
+    model_stub = dict(constants=constants, invariants=inv_names, constraints=con_names, properties=prop_names,
+                      actions=action_names)
     for cfg_name, cfg in configurations.items():
         _check_config(schema_path, str(cfg_name), cfg, model_stub)
     default_cfg = data.get("default_configuration", next(iter(configurations)))
@@ -453,7 +493,7 @@ def load_model(name: str, root: Path | None = None) -> Model:
         source=data.get("source") or {}, digest=digest.hexdigest(), assumptions=assumptions,
         abstract=bool(data.get("abstract", False)),
         extends=tuple(p.stem for p in schema_paths[1:]), sql_dirs=tuple(sql_dirs),
-        functions=functions, terminal_findings=terminals, symmetry_shapes=shapes,
+        functions=functions, terminal_findings=terminals, symmetry_shapes=shapes, properties=properties,
     )
 
 
@@ -536,10 +576,93 @@ def _check_config(path: Path, name: str, cfg: Any, model: dict) -> None:
         for n in cfg.get(key) or []:
             if n not in model[key]:
                 raise _fail(path, f"configuration {name} lists unknown {key[:-1]} {n}; known: {model[key]}")
+    for n in _config_list(path, name, cfg, "properties"):
+        if n not in model["properties"]:
+            raise _fail(path, f"configuration {name} lists unknown property {n}; known: {model['properties']}")
+    try:
+        parse_fairness(_config_list(path, name, cfg, "fairness"), model["actions"])
+    except UsageError as exc:
+        raise _fail(path, f"configuration {name}: {exc}") from None
     if "deadlock" in cfg and not isinstance(cfg["deadlock"], bool):
         raise _fail(path, f"configuration {name}: 'deadlock:' must be true or false")
     if "symmetry" in cfg and not isinstance(cfg["symmetry"], bool):
         raise _fail(path, f"configuration {name}: 'symmetry:' must be true or false")
+
+
+def _config_list(path: Path, name: str, cfg: dict, key: str) -> list[str]:
+    value = cfg.get(key) or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(path, f"configuration {name}: '{key}:' must be a list of strings, got {value!r}")
+    return value
+
+
+
+def _read_property(path: Path, name: str, schema_path: Path, actions: list[str]) -> Property:
+    """A property file: comment lines naming the operator it translates and the directives
+    ``-- form: F`` (one of FORMS) and, optionally, ``-- fairness: weak, strong:Action`` (fairness the
+    formula carries itself); then one boolean SQL expression over a state, or for ``~>`` two separated
+    by a line holding only ``~>``."""
+    f = _read_sql(path, name, "property", schema_path)
+    form, fairness, body, header = None, [], [], True
+    for line in f.text.splitlines():
+        stripped = line.strip()
+        if header and (stripped.startswith("--") or not stripped):
+            m = _DIRECTIVE.match(stripped)
+            if m and m.group(1).lower() == "form":
+                form = re.sub(r"\s+", " ", m.group(2).strip())
+            elif m:
+                fairness += [x.strip() for x in m.group(2).split(",") if x.strip()]
+            body.append("")  # keep line numbers
+            continue
+        header = False
+        body.append(line)
+    if form is None:
+        raise _fail(path, f"a property file names its form in a comment line '-- form: F' before its SQL, "
+                          f"F one of {', '.join(FORMS)}")
+    if form not in FORMS:
+        raise _fail(path, f"form {form!r} is not one of {', '.join(FORMS)}")
+    try:
+        fairness = parse_fairness(fairness, actions)
+    except UsageError as exc:
+        raise _fail(path, str(exc)) from None
+    text = "\n".join(body)
+    parts = re.split(r"(?m)^[ \t]*~>[ \t]*$", text)
+    want = 2 if form == "~>" else 1
+    if len(parts) != want:
+        raise _fail(path, "a '~>' property holds two SQL expressions separated by a line '~>'" if want == 2 else
+                          f"a '{form}' property holds one SQL expression (a line '~>' is for the form ~>)")
+    preds = []
+    for i, part in enumerate(parts):
+        if not part.strip() or all(ln.strip().startswith("--") or not ln.strip() for ln in part.splitlines()):
+            raise _fail(path, "holds no SQL" if want == 1 else f"the {'first' if i == 0 else 'second'} "
+                              "expression of the '~>' property is empty")
+        # Each predicate keeps the file's earlier lines blank, so Spark's line numbers are the file's.
+        offset = "\n" * (text.count("\n", 0, text.index(part)) if i else 0)
+        preds.append(SqlFile(name=name, kind="property", path=path, text=offset + part))
+    return Property(name, form, tuple(preds), tuple(fairness), f)
+
+
+def parse_fairness(items: list[str], actions: list[str]) -> list[str]:
+    """Fairness conditions as the command line and configurations give them: ``weak`` (WF_vars(Next)),
+    ``strong`` (SF_vars(Next), the same as weak on a finite state graph), ``weak:Action`` and
+    ``strong:Action`` (WF_vars / SF_vars of one action of Next). Each in canonical form, once, in order."""
+    out: list[str] = []
+    if [re.sub(r"\s+", "", str(i)) for i in items] == ["none"]:
+        return out  # no fairness (replacing a configuration's)
+    for item in items:
+        text = re.sub(r"\s+", "", str(item))
+        m = _FAIRNESS_ITEM.match(text)
+        if not m:
+            raise UsageError(f"fairness {item!r}: write weak (WF_vars(Next)), strong (SF_vars(Next)), "
+                             f"weak:ACTION, strong:ACTION, or none alone")
+        if m.group(2) is not None and m.group(2) not in actions:
+            raise UsageError(f"fairness {item!r}: {m.group(2)} is not an action of the model "
+                             f"(actions: {', '.join(actions)})")
+        if text not in out:
+            out.append(text)
+    return out
 
 
 def _split_set(text: str) -> list[str]:
@@ -600,8 +723,12 @@ def resolve_run(
     deadlock: bool | None = None,
     extra: dict[str, Any] | None = None,
     symmetry: bool | None = None,
+    properties: list[str] | None = None,
+    fairness: list[str] | None = None,
+    keep_edges: bool = False,
 ) -> RunSpec:
-    """Apply a named configuration, then ``--set`` overrides and ``--invariant`` choices."""
+    """Apply a named configuration, then ``--set`` overrides and ``--invariant``, ``--property`` and
+    ``--fairness`` choices (each list given replaces the configuration's)."""
     if model.abstract:
         raise UsageError(f"model {model.name} is abstract ({model.schema_path} says 'abstract: true'): "
                          f"it is a base for other models and cannot be checked on its own")
@@ -634,8 +761,27 @@ def resolve_run(
     # SYMMETRY is on where the model declares symmetry sets, unless the configuration or the run
     # turns it off (--no-symmetry).
     sym = bool(model.symmetry) and cfg.get("symmetry", True) and symmetry is not False
+    props = list(dict.fromkeys(properties)) if properties else list(cfg.get("properties") or [])
+    for n in props:
+        if n not in model.properties:
+            raise UsageError(f"model {model.name} has no property '{n}' "
+                             f"(properties: {', '.join(model.properties) or 'none'})")
+    fair_items = fairness if fairness else cfg.get("fairness") or []  # (--fairness none: no fairness)
+    fair = parse_fairness([fair_items] if isinstance(fair_items, str) else fair_items, model.action_names)
+    if fairness and not props:
+        raise UsageError("--fairness applies to liveness properties: name one with --property "
+                         f"(properties of {model.name}: {', '.join(model.properties) or 'none'})")
+    if props and sym:
+        raise UsageError(f"liveness properties ({', '.join(props)}) cannot be checked under symmetry: "
+                         f"TLC warns that the two together are unsound, and a lasso of orbits need not be one "
+                         f"of states; turn symmetry off with --no-symmetry (or 'symmetry: false' in the "
+                         f"configuration)")
+    if keep_edges and sym:
+        raise UsageError("--keep-edges: the edges are kept for liveness properties, which cannot be checked "
+                         "under symmetry; turn symmetry off with --no-symmetry")
     return RunSpec(model=model, config=cfg_name, constants=constants, invariants=inv,
-                   constraints=cons, deadlock=bool(dl), extra=dict(extra or {}), symmetry=sym)
+                   constraints=cons, deadlock=bool(dl), extra=dict(extra or {}), symmetry=sym,
+                   properties=props, fairness=fair, edges=bool(props) or keep_edges)
 
 
 def parse_case(text: str) -> tuple[str, str | None, list[str]]:

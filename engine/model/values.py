@@ -18,8 +18,8 @@ __all__ = ["format_value", "format_constant", "format_state"]
 def format_value(v: Any, shape: Shape | None = None, constants: dict[str, Any] | None = None) -> str:
     """``v`` (a value as Spark returns it: lists, dicts, scalars) in TLA+ notation, by its ``shape``."""
     shape = shape or ANY
-    if v is None:
-        return "Nil"  # SQL NULL encodes TLA+'s model value Nil
+    if v is None or (shape.kind == "nil" and v == shape.nil):
+        return "Nil"  # SQL NULL (or a nil(N) hint's N) encodes TLA+'s model value Nil
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     if isinstance(v, dict):

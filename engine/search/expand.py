@@ -115,6 +115,8 @@ class CompiledModel:
     spans: list[tuple[int, int, SqlFile, int]] = field(default_factory=list)
     # What the last query put before ``successors_sql`` (the CTE naming a level's view), in characters.
     prefix: int = 0
+    # Each temporal property's state predicates, as SQL expressions (one, or two for ~>).
+    property_exprs: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def action_names(self) -> list[str]:
@@ -246,7 +248,8 @@ def compile_model(spark: SparkSession, model: Model, threads: int = 0) -> Compil
 
     init_body = _clean(model.init.text)
     bodies = [_clean(f.text) for f in model.actions]
-    expressions = [*model.invariants.values(), *model.constraints.values(), *model.terminal_findings.values()]
+    expressions = [*model.invariants.values(), *model.constraints.values(), *model.terminal_findings.values(),
+                   *(pred for prop in model.properties.values() for pred in prop.predicates)]
     outs = _analyze_all(spark, [(model.init, init_body), *zip(model.actions, bodies),
                                 *((f, _expression_query(f)) for f in expressions)], threads)
     out = _schema_of(outs[0])
@@ -279,7 +282,9 @@ def compile_model(spark: SparkSession, model: Model, threads: int = 0) -> Compil
     inv = {name: _expression(*next(checked)) for name in model.invariants}
     cons = {name: _expression(*next(checked)) for name in model.constraints}
     terminals = {name: _expression(*next(checked)) for name in model.terminal_findings}
-    return CompiledModel(model, schema, init_sql, successors_sql, inv, cons, terminals, spans)
+    props = {name: tuple(_expression(*next(checked)) for _ in prop.predicates)
+             for name, prop in model.properties.items()}
+    return CompiledModel(model, schema, init_sql, successors_sql, inv, cons, terminals, spans, property_exprs=props)
 
 
 def _expression_query(f: SqlFile) -> str:

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 import engine.search.invariants as invariants
 from engine.errors import EngineError, ModelError, UsageError, WarehouseError
@@ -53,12 +54,19 @@ PORTABLE, ACCELERATED = "portable", "accelerated"
 LEVEL_ATTEMPTS = 3
 
 
-def choose_path(spark: SparkSession, settings: Settings, stored_scheme: str | None = None) -> tuple[str, str]:
+def choose_path(spark: SparkSession, settings: Settings, stored_scheme: str | None = None,
+                edges: bool = False) -> tuple[str, str]:
     """Which path runs, and why: the accelerator only in classic local mode with the engine's JVM
-    helpers loaded (and for a run fingerprinted by them), the portable path everywhere else."""
+    helpers loaded (and for a run fingerprinted by them), the portable path everywhere else, and for
+    a run that keeps the state graph's edges (liveness properties), which only the portable path writes."""
     wanted = settings.path
     if wanted == PORTABLE:
         return PORTABLE, "asked for"
+    if edges:
+        if wanted == ACCELERATED:
+            raise UsageError("path=accelerated: liveness properties need the edges table, which only the "
+                             "portable path writes")
+        return PORTABLE, "liveness properties need the edges table"
     why_not = _accelerator_missing(spark, settings)
     if stored_scheme == ROW_BYTES and why_not:
         raise WarehouseError(f"this run was fingerprinted by the engine's JVM helper, which the local accelerator "
@@ -104,19 +112,20 @@ def check(spec: RunSpec, warehouse: Path | None = None, *, settings: Settings | 
     if fresh and run_root.exists():
         shutil.rmtree(run_root)
     stored = RunStore.stored_spec(run_root).get("fingerprint")
-    path, why = choose_path(spark, settings, stored)
+    path, why = choose_path(spark, settings, stored, edges=spec.edges)
     if path == PORTABLE:
         commit.check_visible(spark, warehouse)
     scheme = stored or (fingerprint_scheme(settings, spark) if path == ACCELERATED else JSON)
     spec = spec.with_fingerprint(scheme)
     store = RunStore(warehouse, spec.model.name, spec.run_id, cm.schema, settings)
-    store.open(run_spec_json(spec))
+    store.open(run_spec_json(spec), edges=spec.edges)
     partitions = spark.conf.get("spark.sql.shuffle.partitions")  # a level may raise it; restored below
     try:
         store.check_files()
         done = store.read_outcome()
         if done is not None:
-            return outcome_from_row(spec, done, store, time.time() - started)
+            out = outcome_from_row(spec, done, store, time.time() - started)
+            return _with_properties(out, spark, spec, cm, store, settings, progress, started)
         if progress is not None and hasattr(progress, "announce"):
             progress.announce(f"Search path: {path} ({why})")
         if path == ACCELERATED:
@@ -168,10 +177,38 @@ def check(spec: RunSpec, warehouse: Path | None = None, *, settings: Settings | 
         if trace:
             write_trace_itf(store.itf_path, trace, cm.schema, spec)
         out.tables = store.tables()
-        return out
+        return _with_properties(out, spark, spec, cm, store, settings, progress, started)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions)
         store.close()
+
+
+def _with_properties(out: Outcome, spark: SparkSession, spec: RunSpec, cm: CompiledModel, store: RunStore,
+                     settings: Settings, progress: ProgressFn | None, started: float) -> Outcome:
+    """The outcome with the run's liveness properties checked over its tables (engine.search.liveness),
+    after a search that found nothing (or after a stored one). The first violated property, in the
+    run's order, is the outcome's result, its lasso the counterexample (written as ITF with its loop)."""
+    if not spec.properties or out.result != "ok":
+        return out
+    from engine.search.liveness import check_properties
+    out.search_seconds = out.seconds
+    t0 = time.time()
+    results = check_properties(spark, spec, cm, store, settings, [f.name for f in cm.schema.fields], progress)
+    out.liveness_seconds = time.time() - t0
+    out.properties = {r.name: r for r in results}
+    out.fairness = list(spec.fairness)
+    out.edges = store.edges_size()
+    bad = next((r for r in results if not r.holds), None)
+    if bad is not None:
+        out.result = "property_violated"
+        out.violated_property = bad.name
+        out.trace, out.loop, out.loop_action = bad.trace, bad.loop, bad.loop_action
+        if bad.trace:
+            write_trace_itf(store.itf_path, bad.trace, cm.schema, spec, loop=bad.loop, loop_action=bad.loop_action,
+                            property_=bad.name)
+    out.seconds = time.time() - started
+    out.tables = store.tables()
+    return out
 
 
 class PortableSearch:
@@ -195,6 +232,7 @@ class PortableSearch:
         self._figs: list[LevelFigures] = []
         self._held: list[DataFrame] = []  # a level's checkpoints, released as it ends
         self._row_bytes = 1024.0          # a successor's size as Arrow, the last level's
+        self.edges_written = 0
 
     def close(self) -> None:
         self._release()
@@ -300,6 +338,8 @@ class PortableSearch:
             self._release()
             return {"result": "deadlock", "depth": depth - 1, "state": deadlocked, "distinct": distinct_total,
                     "generated": generated_total + n_gen}
+        if self.spec.edges and depth > 1:                                                 # the level's edges
+            self.edges_written += self._commit_edges(succ, depth, on_driver)
         folder = commit.write(level, self.store, depth) if n_new else None              # commit
         fig = LevelFigures(depth, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
                            round(time.time() - t0, 3), finding=violation[1] if violation else None,
@@ -315,6 +355,21 @@ class PortableSearch:
             return {"result": "invariant_violated", "invariant": violation[1], "depth": depth,
                     "state": violation[0], "distinct": fig.distinct_total, "generated": fig.generated_total}
         return None
+
+    def _commit_edges(self, succ: DataFrame, depth: int, on_driver: bool) -> int:
+        """The edges from level ``depth - 1`` (each successor within the constraint, once per parent, state
+        and action), committed to the edges table before the level's states: a level committed is never
+        without its edges, and a level computed again after a crash commits none twice."""
+        edges = (succ.where(self.in_model)
+                 .select(F.col("_parent_fp").alias("_from_fp"), F.col("_parent_fp2").alias("_from_fp2"),
+                         F.col("_fp").alias("_to_fp"), F.col("_fp2").alias("_to_fp2"), "_action")
+                 .distinct())
+        if on_driver:
+            folder = self.store.write_edges(depth, edges.toArrow())
+        else:
+            folder = self.store.edges_attempt_dir(depth)
+            edges.write.mode("overwrite").option("compression", "zstd").parquet(str(folder))
+        return self.store.commit_edges(depth, folder)
 
     def store_level(self, depth: int) -> DataFrame:
         """The stored states of level ``depth``, as Spark reads them from the run's Delta table."""

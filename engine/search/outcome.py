@@ -45,6 +45,17 @@ class Outcome:
     actions_generated: dict[str, int] = field(default_factory=dict)
     # which implementation of the search ran: "portable" (public Spark APIs) or "accelerated" (local mode)
     path: str = ""
+    # Liveness (engine.search.liveness): each property checked, by name (PropertyResult); the first
+    # violated one, whose lasso is ``trace`` with its loop (the index of the state the cycle returns
+    # to, the last state's for stuttering) and the action closing the cycle (None: stuttering).
+    properties: dict[str, Any] = field(default_factory=dict)
+    fairness: list[str] = field(default_factory=list)
+    violated_property: str | None = None
+    loop: int | None = None
+    loop_action: str | None = None
+    search_seconds: float | None = None
+    liveness_seconds: float | None = None
+    edges: tuple[int, int] | None = None   # the edges table's (rows, bytes)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,17 +69,30 @@ class Outcome:
             "terminal_findings": {n: {"count": f["count"], "trace": public_trace(f["trace"])}
                                   for n, f in self.terminal_findings.items()},
             "symmetry": self.symmetry, "actions_generated": self.actions_generated,
+            **({"properties": {n: r.to_json() for n, r in self.properties.items()}, "fairness": self.fairness,
+                "violated_property": self.violated_property, "loop": self.loop, "loop_action": self.loop_action,
+                "search_seconds": round(self.search_seconds or 0.0, 3),
+                "liveness_seconds": round(self.liveness_seconds or 0.0, 3),
+                "edges": {"rows": self.edges[0], "bytes": self.edges[1]} if self.edges else None}
+               if self.properties else {}),
         }
 
 
-def write_trace_itf(path: Path, trace: list[dict[str, Any]], schema, spec: RunSpec) -> Path:
-    """The counterexample as an ITF file (Apalache/Quint's trace format) beside the run's tables."""
+def write_trace_itf(path: Path, trace: list[dict[str, Any]], schema, spec: RunSpec, loop: int | None = None,
+                    loop_action: str | None = None, property_: str | None = None) -> Path:
+    """The counterexample as an ITF file (Apalache/Quint's trace format) beside the run's tables; a
+    lasso with its loop index (the state the last one steps back to; the last state itself when it
+    stutters for ever)."""
     shapes = {v.name: parse_shape(v.itf, f"{spec.model.schema_path}: variable {v.name}")
               for v in spec.model.variables if v.itf}
     meta = {"source": spec.model.source.get("module", spec.model.name), "model": spec.model.name,
             "config": spec.config, "constants": spec.constants, "invariants": spec.invariants,
             "run_id": spec.run_id, "description": "counterexample found by the relational state-space engine"}
-    return write_itf(path, trace, schema, shapes, meta, spec.constants)
+    if property_ is not None:
+        meta.update({"property": property_, "fairness": spec.fairness})
+        if loop is not None:
+            meta["loop_action"] = loop_action  # None: the last state stutters for ever
+    return write_itf(path, trace, schema, shapes, meta, spec.constants, loop=loop)
 
 
 def public_trace(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -2,7 +2,9 @@
 the driver commits them with delta-rs, one commit per level, made idempotent by an application
 transaction (run id, depth). Readers see a real Delta table (delta-rs, Polars, DuckDB, Databricks).
 
-Layout: ``<warehouse>/<model>/<run_id>/{states,levels,outcome,trace}`` plus ``run.json``.
+Layout: ``<warehouse>/<model>/<run_id>/{states,levels,outcome,trace}`` plus ``run.json``; a run that
+keeps the state graph's edges (for liveness properties) has ``edges`` too, committed per level like
+``states``, and ``liveness``, the properties checked over them.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from engine.errors import RunLockedError, WarehouseError
 from engine.model.loader import default_models_root
 from engine.settings import Settings
 
-__all__ = ["ENGINE_COLUMNS", "RunStore", "check_warehouse", "states_spark_schema"]
+__all__ = ["EDGES_SCHEMA", "ENGINE_COLUMNS", "LIVENESS_SCHEMA", "RunStore", "check_warehouse", "states_spark_schema"]
 
 ENGINE_COLUMNS = [
     StructField("_fp", LongType()),
@@ -48,6 +50,19 @@ LEVELS_SCHEMA = pa.schema([
     ("new_states", pa.int64()), ("out_of_constraint", pa.int64()),
     ("distinct_total", pa.int64()), ("generated_total", pa.int64()),
     ("seconds", pa.float64()), ("committed_at", pa.string()),
+])
+# One row per edge of the state graph: from a state of the level before to a state of the constraint,
+# by an action (a successor equal to its parent is a stuttering step, kept: it is an edge too).
+EDGES_SCHEMA = pa.schema([
+    ("_from_fp", pa.int64()), ("_from_fp2", pa.int64()), ("_to_fp", pa.int64()), ("_to_fp2", pa.int64()),
+    ("_action", pa.string()),
+])
+# One row per property check over a finished run's tables (engine.search.liveness), keyed by the
+# property's digest (its file, form and fairness, and the engine's version).
+LIVENESS_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("property", pa.string()), ("digest", pa.string()), ("form", pa.string()),
+    ("fairness", pa.string()), ("holds", pa.bool_()), ("bad_states", pa.int64()), ("trace", pa.string()),
+    ("loop", pa.int32()), ("loop_action", pa.string()), ("seconds", pa.float64()), ("finished_at", pa.string()),
 ])
 OUTCOME_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("model", pa.string()), ("config", pa.string()),
@@ -131,6 +146,8 @@ class RunStore:
         self.outcome_path = self.root / "outcome"
         self.trace_path = self.root / "trace"
         self.itf_path = self.root / "trace.itf.json"
+        self.edges_path = self.root / "edges"
+        self.liveness_path = self.root / "liveness"
         self.spark_schema = states_spark_schema(state_schema)
         self.arrow_schema = to_arrow_schema(self.spark_schema)
         self.state_columns = [f.name for f in state_schema.fields]
@@ -155,7 +172,7 @@ class RunStore:
         except (OSError, ValueError) as exc:
             raise WarehouseError(f"{Path(root) / 'run.json'}: unreadable ({exc}); start the run over with --fresh") from None
 
-    def open(self, spec_json: dict[str, Any]) -> None:
+    def open(self, spec_json: dict[str, Any], edges: bool = False) -> None:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -173,6 +190,11 @@ class RunStore:
                               description=f"reachable states of run {self.run_id}")
         self._states = DeltaTable(str(self.states_path))
         self._committed = self._states.transaction_version(self.run_id) or 0
+        if edges and not DeltaTable.is_deltatable(str(self.edges_path)):
+            if self.edges_path.exists():
+                shutil.rmtree(self.edges_path)  # files of a run killed before its first edges commit
+            DeltaTable.create(str(self.edges_path), schema=EDGES_SCHEMA, name="edges",
+                              description=f"the state graph's edges of run {self.run_id}")
         if DeltaTable.is_deltatable(str(self.levels_path)):
             self._levels = DeltaTable(str(self.levels_path))
             self._levels_committed = self._levels.transaction_version(self.run_id) or 0
@@ -313,6 +335,83 @@ class RunStore:
         _test_hook(self.settings, "after-commit", fig.depth)
         self._append_levels([fig])
 
+    # --- edges ------------------------------------------------------------------------------
+    def has_edges(self) -> bool:
+        return DeltaTable.is_deltatable(str(self.edges_path))
+
+    def edges_committed(self) -> int:
+        """The last depth whose edges are committed (0: none)."""
+        return DeltaTable(str(self.edges_path)).transaction_version(self.run_id) or 0
+
+    def edges_attempt_dir(self, depth: int) -> Path:
+        """A new folder for one attempt at writing the edges into level ``depth``'s states."""
+        return self.edges_path / f"depth-{depth:06d}" / f"attempt-{uuid.uuid4().hex}"
+
+    def write_edges(self, depth: int, edges: pa.Table) -> Path:
+        """Edges held on the driver written as one Parquet file of a new attempt folder; the folder."""
+        folder = self.edges_attempt_dir(depth)
+        folder.mkdir(parents=True)
+        if edges.num_rows:
+            pq.write_table(edges.select(EDGES_SCHEMA.names).cast(EDGES_SCHEMA),
+                           folder / f"part-00000-{uuid.uuid4()}-c000.zstd.parquet", compression="zstd")
+        return folder
+
+    def commit_edges(self, depth: int, folder: Path) -> int:
+        """Commit the edges written in ``folder`` (those into level ``depth``'s states) as one commit of
+        the edges table, made idempotent by the run's transaction (run id, depth): a level computed again
+        after a crash commits nothing twice. Called before the level's states are committed, so a run
+        resumed from its states finds every committed level's edges. The rows committed."""
+        dt = DeltaTable(str(self.edges_path))
+        if (dt.transaction_version(self.run_id) or 0) >= depth:
+            return 0
+        actions, rows = [], 0
+        for full in sorted(Path(folder).glob("*.parquet")):
+            meta = pq.read_metadata(full)
+            if meta.num_rows == 0:
+                continue
+            have = meta.schema.to_arrow_schema()
+            if have.names != EDGES_SCHEMA.names:
+                raise WarehouseError(f"{full}: columns {have.names} differ from the edges table's {EDGES_SCHEMA.names}")
+            st = full.stat()
+            rows += meta.num_rows
+            actions.append(AddAction(
+                path=full.relative_to(self.edges_path).as_posix(), size=st.st_size, partition_values={},
+                modification_time=int(st.st_mtime * 1000), data_change=True,
+                stats=json.dumps({"numRecords": meta.num_rows}),
+            ))
+        dt.create_write_transaction(
+            actions, mode="append", schema=EDGES_SCHEMA,
+            commit_properties=CommitProperties(custom_metadata={"depth": str(depth), "edges": str(rows),
+                                                                "run_id": self.run_id},
+                                               app_transactions=[Transaction(self.run_id, depth)]),
+        )
+        return rows
+
+    def edges_size(self) -> tuple[int, int]:
+        """(rows, bytes) of the edges table's current files."""
+        dt = DeltaTable(str(self.edges_path))
+        adds = pa.table(dt.get_add_actions(flatten=True))
+        if adds.num_rows == 0:
+            return 0, 0
+        rows = sum(int(json.loads(x)["numRecords"]) if isinstance(x, str) else int(x or 0)
+                   for x in (adds.column("num_records").to_pylist() if "num_records" in adds.column_names
+                             else [None] * adds.num_rows))
+        return rows, int(sum(adds.column("size_bytes").to_pylist()))
+
+    # --- liveness results ----------------------------------------------------------------------
+    def read_liveness(self, digest: str) -> dict[str, Any] | None:
+        """The stored result of the property check with this digest, if any."""
+        if not DeltaTable.is_deltatable(str(self.liveness_path)):
+            return None
+        rows = [r for r in DeltaTable(str(self.liveness_path)).to_pyarrow_table().to_pylist() if r["digest"] == digest]
+        return rows[-1] if rows else None
+
+    def write_liveness(self, row: dict[str, Any]) -> None:
+        write_deltalake(str(self.liveness_path), pa.Table.from_pylist([{**row, "run_id": self.run_id,
+                                                                       "finished_at": _now()}],
+                                                                     schema=LIVENESS_SCHEMA),
+                        mode="append", name="liveness")
+
     def _check_file_schema(self, path: Path, schema: pa.Schema) -> None:
         # delta-rs does not check appended files against the table schema; we do.
         if schema.names != self.arrow_schema.names:
@@ -377,6 +476,10 @@ class RunStore:
             out["trace"] = str(self.trace_path)
         if self.itf_path.is_file():
             out["itf"] = str(self.itf_path)
+        if self.has_edges():
+            out["edges"] = str(self.edges_path)
+        if DeltaTable.is_deltatable(str(self.liveness_path)):
+            out["liveness"] = str(self.liveness_path)
         return out
 
     # --- reading states back on the driver (traces) ------------------------------------------
@@ -387,6 +490,15 @@ class RunStore:
         if tbl.num_rows != 1:
             raise WarehouseError(f"{self.states_path}: expected one state with fingerprint {fp}/{fp2} "
                                  f"at depth {depth}, found {tbl.num_rows}")
+        return tbl.to_pylist()[0]
+
+    def find_by_ord(self, depth: int, ord_: int) -> dict[str, Any]:
+        """The state at position ``ord_`` (TLC's order) of level ``depth``."""
+        ds = pads.dataset(self.level_files(depth), format="parquet", schema=self.arrow_schema)
+        tbl = ds.to_table(filter=pads.field("_ord") == int(ord_))
+        if tbl.num_rows != 1:
+            raise WarehouseError(f"{self.states_path}: expected one state at depth {depth}, position {ord_}, "
+                                 f"found {tbl.num_rows}")
         return tbl.to_pylist()[0]
 
 

@@ -7,11 +7,12 @@ records as objects, sets as ``{"#set": [...]}``, functions as ``{"#map": [[k, v]
 Spark's type alone does not say whether an array is a TLA+ sequence, a set (a sorted distinct array)
 or a function over a fixed domain, so a variable may carry an ``itf:`` hint in its schema:
 
-    T ::= seq[(T)] | set[(T)] | fun(CONST[, T]) | pairs[(T)] | rec{f: T, ...} | int | bool | str | any
+    T ::= seq[(T)] | set[(T)] | fun(CONST[, T]) | pairs[(T)] | rec{f: T, ...} | int | nil(N) | bool | str | any
 
 ``fun(Clients)`` is an array in the order of the constant set ``Clients`` (written as a map from its
-values); ``pairs`` is a sorted array of two-field structs (key, value) written as a map. Without a
-hint arrays are sequences and structs records. SQL NULL stands for the model value ``Nil`` and is
+values); ``pairs`` is a sorted array of two-field structs (key, value) written as a map; ``nil(-1)``
+is an integer whose value -1 stands for the model value ``Nil`` (a model that keeps an integer column
+NOT NULL). Without a hint arrays are sequences and structs records. SQL NULL stands for the model value ``Nil`` and is
 written as the string ``"Nil"``; in a string column, where a model may also hold the string
 ``'Nil'`` itself, as ``{"#unserializable": "Nil"}``, so that reading it back gives NULL again. Reading (``read_itf``) uses the itf-py package and the same hints.
 """
@@ -32,15 +33,16 @@ from engine.errors import UsageError
 __all__ = ["Shape", "parse_shape", "to_itf", "from_itf", "write_itf", "read_itf", "NIL"]
 
 NIL = "Nil"
-_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|[(){},:])")
+_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|-?[0-9]+|[(){},:])")
 
 
 @dataclass
 class Shape:
-    kind: str                       # seq | set | fun | pairs | rec | int | bool | str | any
+    kind: str                       # seq | set | fun | pairs | rec | int | nil | bool | str | any
     inner: "Shape | None" = None
     domain: str = ""                # fun: the constant set naming the domain
     fields: dict[str, "Shape"] = field(default_factory=dict)
+    nil: int | None = None          # nil(N): the integer standing for Nil
 
 
 ANY = Shape("any")
@@ -67,6 +69,13 @@ def parse_shape(text: str, where: str = "") -> Shape:
         word = take()
         if word in ("int", "bool", "str", "any"):
             return Shape(word)
+        if word == "nil":
+            take("(")
+            value = take()
+            if not re.fullmatch(r"-?[0-9]+", value):
+                raise UsageError(f"{where}: itf hint {text!r}: nil(N) takes an integer, got {value!r}")
+            take(")")
+            return Shape("nil", nil=int(value))
         if word in ("seq", "set", "pairs"):
             inner = ANY
             if peek() == "(":
@@ -95,7 +104,7 @@ def parse_shape(text: str, where: str = "") -> Shape:
             take("}")
             return Shape("rec", fields=fields)
         raise UsageError(f"{where}: itf hint {text!r}: unknown shape {word!r} "
-                         "(seq, set, fun(CONST), pairs, rec{...}, int, bool, str, any)")
+                         "(seq, set, fun(CONST), pairs, rec{...}, int, nil(N), bool, str, any)")
 
     out = shape()
     if pos != len(toks):
@@ -112,6 +121,8 @@ def to_itf(value: Any, dt: DataType, shape: Shape, constants: dict[str, Any]) ->
     """A Spark value (as collected to Python) in ITF's JSON encoding."""
     if value is None:
         return {"#unserializable": NIL} if isinstance(dt, StringType) else NIL
+    if shape.kind == "nil" and value == shape.nil:
+        return NIL
     if isinstance(dt, ArrayType):
         et = dt.elementType
         inner = shape.inner or ANY
@@ -143,7 +154,11 @@ def _scalar(v: Any) -> Any:
 
 
 def write_itf(path: Path, trace: list[dict[str, Any]], schema: StructType, shapes: dict[str, Shape],
-              meta: dict[str, Any], constants: dict[str, Any]) -> Path:
+              meta: dict[str, Any], constants: dict[str, Any], loop: int | None = None) -> Path:
+    """``trace`` as an ITF file. A lasso (a liveness counterexample) carries its loop index, the
+    Apalache/Quint convention: the last state is followed by state ``loop`` again (``loop`` the last
+    index: it stutters for ever). It is written both in ``#meta`` and as the top-level ``loop`` that
+    ADR-015 and itf-py read."""
     states = []
     for i, step in enumerate(trace):
         s = {"#meta": {"index": i, "action": step["action"]}}
@@ -151,8 +166,10 @@ def write_itf(path: Path, trace: list[dict[str, Any]], schema: StructType, shape
             s[f.name] = to_itf(step["state"][f.name], f.dataType, shapes.get(f.name, ANY), constants)
         states.append(s)
     doc = {"#meta": {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
-                     **meta},
+                     **meta, **({"loop": loop} if loop is not None else {})},
            "vars": [f.name for f in schema.fields], "states": states}
+    if loop is not None:
+        doc["loop"] = loop
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1))
@@ -169,6 +186,8 @@ def from_itf(value: Any, dt: DataType, shape: Shape, constants: dict[str, Any], 
         if value.value == NIL:
             return None  # (SQL NULL in a string column: to_itf)
         value = value.value
+    if shape.kind == "nil" and value == NIL:
+        return shape.nil
     if value == NIL and not isinstance(dt, StringType):
         return None
     if isinstance(dt, ArrayType):
@@ -207,10 +226,13 @@ def from_itf(value: Any, dt: DataType, shape: Shape, constants: dict[str, Any], 
             raise UsageError(f"{where}: expected a record with fields {[f.name for f in dt.fields]}, got {value!r}")
         fields = shape.fields if shape.kind == "rec" else {}
         names = [f.name for f in dt.fields]
-        if sorted(value) != sorted(names):
-            raise UsageError(f"{where}: record fields {sorted(value)} are not {names}")
+        unknown = sorted(set(value) - set(names))
+        if unknown:
+            raise UsageError(f"{where}: record fields {unknown} are not among the schema's {names}")
+        # A struct that stands for several record types (a message of any type) holds each type's
+        # fields; a record without one of them (TLC's text, written per type) has it NULL.
         return {f.name: from_itf(value[f.name], f.dataType, fields.get(f.name, ANY), constants, f"{where}.{f.name}")
-                for f in dt.fields}
+                if f.name in value else None for f in dt.fields}
     if _is_int(dt):
         if isinstance(value, bool) or not isinstance(value, int):
             raise UsageError(f"{where}: expected an integer, got {value!r}")
@@ -238,7 +260,8 @@ def _order(v: Any) -> Any:
 
 
 def read_itf(path: Path) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
-    """(meta, vars, states as {var: itf-py value} plus '#action') from an ITF file, via itf-py."""
+    """(meta, vars, states as {var: itf-py value} plus '#action') from an ITF file, via itf-py. A
+    lasso's loop index (the top-level ``loop``, or ``#meta``'s) is put in meta as ``loop``."""
     import itf_py
 
     path = Path(path)
@@ -252,4 +275,8 @@ def read_itf(path: Path) -> tuple[dict[str, Any], list[str], list[dict[str, Any]
         row = dict(s.values)
         row["#action"] = (s.meta or {}).get("action")
         states.append(row)
-    return trace.meta or {}, list(trace.vars), states
+    meta = dict(trace.meta or {})
+    loop = trace.loop if trace.loop is not None else meta.get("loop")
+    if loop is not None:
+        meta["loop"] = int(loop)
+    return meta, list(trace.vars), states

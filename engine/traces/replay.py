@@ -44,6 +44,8 @@ class ReplayReport:
     model: str
     constants: dict[str, Any]
     steps: list[StepResult] = field(default_factory=list)
+    # A lasso's loop (0-based): its last step, the one closing the cycle, is checked like the others.
+    loop: int | None = None
 
     @property
     def legal(self) -> bool:
@@ -51,7 +53,7 @@ class ReplayReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "constants": self.constants, "legal": self.legal,
-                "length": len(self.steps),
+                "length": len(self.steps) - (self.loop is not None), "loop": self.loop,
                 "first_illegal_step": next((s.step for s in self.steps if not s.legal), None),
                 "steps": [s.__dict__ for s in self.steps]}
 
@@ -78,7 +80,16 @@ def load_trace(spec: RunSpec, states: list[dict[str, Any]], source: str, schema:
     return rows
 
 
-def replay(spark: SparkSession, spec: RunSpec, rows: list[dict[str, Any]]) -> ReplayReport:
+def replay(spark: SparkSession, spec: RunSpec, rows: list[dict[str, Any]], loop: int | None = None) -> ReplayReport:
+    """Replay ``rows``; a lasso (``loop``: the state the last one steps back to, the last one itself when
+    it stutters for ever) gets one more step, from its last state back to state ``loop``, checked like
+    the others (a stuttering step is always legal)."""
+    if loop is not None:
+        if not 0 <= loop < len(rows):
+            raise UsageError(f"the trace's loop index {loop} is not one of its states (0..{len(rows) - 1})")
+        back = dict(rows[loop])
+        back["#action"] = "Stuttering" if loop == len(rows) - 1 else f"Back to state {loop + 1}"
+        rows = [*rows, back]
     declare_constants(spark, spec.model, spec.constants)
     check_assumptions(spark, spec.model, spec.constants)
     cm = compile_model(spark, spec.model)
@@ -112,7 +123,7 @@ def replay(spark: SparkSession, spec: RunSpec, rows: list[dict[str, Any]]) -> Re
         by_step.setdefault(int(h["_step"]) + 1, []).append(h["_action"])
     order = [f.name for f in spec.model.actions]
 
-    report = ReplayReport(spec.model.name, spec.constants)
+    report = ReplayReport(spec.model.name, spec.constants, loop=loop)
     for i, row in enumerate(rows, 1):
         failed = [n for n in inv_names if inv_rows and inv_rows[i][n] is not True]
         label = row.get("#action") or ("Init" if i == 1 else "")
@@ -160,16 +171,20 @@ def format_report(rep: ReplayReport) -> str:
             lines.append(f"      {s.detail}")
     verdict = "every step is a legal transition" if rep.legal else \
         f"state {next(s.step for s in rep.steps if not s.legal)} is not reachable from the state before it"
-    lines.append(f"Replay of {len(rep.steps)} states against {rep.model}: {verdict}.")
+    n = len(rep.steps) - (rep.loop is not None)
+    lasso = "" if rep.loop is None else (" (a lasso: the last state stutters for ever)" if rep.loop == n - 1 else
+                                         f" (a lasso: the last step goes back to state {rep.loop + 1})")
+    lines.append(f"Replay of {n} states{lasso} against {rep.model}: {verdict}.")
     return "\n".join(lines)
 
 
 def resolve_replay(trace: str, root: Path, *, model: str | None, config: str | None, sets: list[str],
                    tlc: bool, warehouse: Path, invariants: list[str] | None = None
-                   ) -> tuple[RunSpec, list[dict[str, Any]], str]:
-    """The model and constants to replay against, and the trace's states (itf-py or TLC values)."""
+                   ) -> tuple[RunSpec, list[dict[str, Any]], str, int | None]:
+    """The model and constants to replay against, the trace's states (itf-py or TLC values), where it
+    came from, and its loop when it is a lasso (ITF's ``loop``; TLC's "Back to state" or "Stuttering")."""
     from engine.model.loader import coerce_constant, load_model, resolve_run
-    from engine.traces.tlc_text import read_tlc_trace
+    from engine.traces.tlc_text import read_tlc_trace, tlc_trace_loop
 
     path = Path(trace)
     meta: dict[str, Any] = {}
@@ -177,6 +192,7 @@ def resolve_replay(trace: str, root: Path, *, model: str | None, config: str | N
         if not model:
             raise UsageError("--tlc needs --model (a TLC trace does not name the model)")
         states = read_tlc_trace(path)
+        meta["loop"] = tlc_trace_loop(path)
     else:
         if not path.is_file():
             from engine.platform.audit import find_run
@@ -191,8 +207,9 @@ def resolve_replay(trace: str, root: Path, *, model: str | None, config: str | N
     m = load_model(name, root)
     if not invariants and not config and meta.get("invariants"):
         invariants = [i for i in meta["invariants"] if i in m.invariants]
+    # (symmetry plays no part in a replay, and a configuration's liveness properties none either)
     spec = resolve_run(m, config or (meta.get("config") if meta.get("config") in m.configurations else None), sets,
-                       invariants or None)
+                       invariants or None, symmetry=False)
     if meta.get("constants") and not config:
         given = {s.split("=", 1)[0].strip() for s in sets}
         for k, v in meta["constants"].items():
@@ -200,4 +217,4 @@ def resolve_replay(trace: str, root: Path, *, model: str | None, config: str | N
                 raise UsageError(f"{path}: constant {k} is not a constant of model {m.name}")
             if k not in given:
                 spec.constants[k] = coerce_constant(m.constants[k], v)
-    return spec, states, str(path)
+    return spec, states, str(path), meta.get("loop")

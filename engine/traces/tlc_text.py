@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.errors import UsageError
 
-__all__ = ["read_tlc_trace", "parse_value"]
+__all__ = ["read_tlc_trace", "parse_value", "tlc_trace_loop"]
 
 _STATE = re.compile(r"^State (\d+): <([^>]*)>")
 _TOKENS = re.compile(r'\s*(<<|>>|\|->|:>|@@|"(?:[^"\\]|\\.)*"|-?\d+|[A-Za-z_][A-Za-z0-9_]*|[\[\]{}(),])')
@@ -141,3 +141,21 @@ def read_tlc_trace(path: Path) -> list[dict[str, Any]]:
             row[k] = parse_value(v, f"{path}: state {n}: {k}")
         out.append(row)
     return out
+
+
+_BACK = re.compile(r"^(?:State \d+: )?Back to state (\d+)")
+_STUTTER = re.compile(r"^State (\d+): Stuttering")
+
+
+def tlc_trace_loop(path: Path) -> int | None:
+    """The loop of TLC's liveness counterexample in ``path`` (0-based, as ITF's ``loop``): ``Back to
+    state k`` is k - 1; ``State n: Stuttering`` (the state before it stutters for ever) is n - 2.
+    None for a trace without one (a safety counterexample)."""
+    for ln in Path(path).read_text().splitlines():
+        m = _BACK.match(ln.strip())
+        if m:
+            return int(m.group(1)) - 1
+        m = _STUTTER.match(ln.strip())
+        if m:
+            return int(m.group(1)) - 2
+    return None

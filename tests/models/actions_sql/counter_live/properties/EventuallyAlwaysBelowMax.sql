@@ -1,0 +1,3 @@
+-- CounterLive.tla: EventuallyAlwaysBelowMax == <>[](x < Max)
+-- form: <>[]
+x < Max

@@ -1,0 +1,3 @@
+-- CounterLive.tla: EventuallyMax == <>(x = Max)
+-- form: <>
+x = Max

@@ -1,0 +1,3 @@
+-- CounterLive.tla: InfinitelyOftenOne == []<>(x = 1)
+-- form: []<>
+x = 1
