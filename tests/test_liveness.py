@@ -311,8 +311,12 @@ def test_verified_log_no_end_retry_dooms_states_as_model_md_says(capsys, tmp_pat
     assert code == 13 and not prog["holds"] and prog["bad_states"] == 2_208
     actions = [t["action"] for t in res["trace"]]
     assert len(actions) == 9 and res["loop"] is None  # a shortest path of 8 steps to a doomed state
-    assert actions[1:] == ["CoordTakeOverLog", "RecvNewSegResp", "ProducerTimeout", "CoordNewSegment",
-                           "RecvEndSegment", "Drop", "RecvEndSegmentResp", "Crash"], actions
+    # MODEL.md's path (its steps 1 to 8) up to the order of independent steps: the first doomed state in
+    # breadth-first order is reached with the lost close before the delivered one, and the crash
+    # before the coordinator hears the close confirmed.
+    model_md = ["CoordTakeOverLog", "RecvNewSegResp", "ProducerTimeout", "CoordNewSegment",
+                "RecvEndSegment", "Drop", "RecvEndSegmentResp", "Crash"]
+    assert actions[1:5] == model_md[:4] and sorted(actions[5:]) == sorted(model_md[4:]), actions
 
 
 @pytest.mark.long
