@@ -174,6 +174,7 @@ def test_seen_index_gives_the_same_search(capsys, tmp_path, monkeypatch, spark):
     assert code == 12 and len(res["trace"]) == want["trace_length"]
 
 
+@pytest.mark.long
 def test_levels_on_the_driver_or_in_spark_give_the_same_search(capsys, tmp_path, monkeypatch, spark):
     """A small level is finished on the driver as Arrow (engine.search.arrow_level), a large one by Spark
     jobs. Every level in Spark (anti-joined and ordered on the driver, its picked rows fetched by
