@@ -50,6 +50,7 @@ def test_memory_is_reported_by_tenth_of_the_search_with_the_states_stored_by_the
     assert (tenths[9]["heap_min"], tenths[9]["heap_max"]) == (190, 199)
 
 
+@pytest.mark.long
 def test_the_benchmark_runs_a_case_on_the_cpus_it_is_given(tmp_path):
     """A case end to end on one CPU: the counter's figures from the tests' own breadth-first search,
     and the JVM the benchmark started sees one processor."""

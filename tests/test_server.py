@@ -217,6 +217,7 @@ def test_ctrl_c_on_the_server_stops_it_after_the_command_it_runs(tmp_path):
             srv.proc.kill()
 
 
+@pytest.mark.long
 def test_versus_tlc_hands_the_engines_runs_to_a_server_of_its_own(tmp_path):
     """``benchmarks/versus_tlc.py --server``: the server it starts runs the engine's check (the figures
     of the counter's breadth-first search, one more command served), the command's CPU seconds
