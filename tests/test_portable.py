@@ -4,13 +4,18 @@ accelerator's helpers disabled one at a time: each stage falls back to its porta
 and the figures stay the same."""
 import json
 
+import pyspark
 import pytest
 from deltalake import DeltaTable
 
 from conftest import TEST_MODELS, run_cli, setting_args
 from test_counter import bfs
+from engine.search.loop import ACCELERATOR_PYSPARK
 
 PORTABLE = {"path": "portable"}
+# The accelerator runs only on the PySpark line its hooks were checked on (engine.search.loop).
+ACCELERATOR = pytest.mark.skipif(not pyspark.__version__.startswith(ACCELERATOR_PYSPARK),
+                                 reason=f"no local accelerator on PySpark {pyspark.__version__}")
 HELPERS = ["RowBytes", "SeenSet", "SortedSeen", "SwitchRows", "ArrowFrontier"]
 
 
@@ -22,6 +27,7 @@ def check(capsys, tmp_path, model, *args, settings=None, models=None):
     return code, json.loads(out), err
 
 
+@ACCELERATOR
 def test_the_first_line_says_which_path_runs(capsys, tmp_path):
     code, res, err = check(capsys, tmp_path, "counter", "--config", "no_deadlock", "--set", "Max=3",
                            settings=PORTABLE, models=TEST_MODELS)
@@ -52,6 +58,7 @@ def test_the_counter_matches_the_reference_search(capsys, tmp_path, level_path):
     assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
 
 
+@ACCELERATOR
 def test_both_paths_store_the_same_states(capsys, tmp_path):
     """The states table of a portable run holds the accelerated run's rows: the same states, each at
     the same depth and position in TLC's order, reached by the same action from the same parent (the
@@ -104,6 +111,7 @@ def test_pulsar_leak_through_the_portable_path(capsys, tmp_path):
     assert [s["action"] for s in res["trace"]] == oracle_actions("pc_c_CompactedLedgerLeak")
 
 
+@ACCELERATOR
 def test_each_helper_disabled_falls_back_to_the_portable_stage(capsys, tmp_path):
     """The accelerator with one of its JVM helpers disabled at a time: the stage that uses it runs as
     on the portable path and says so on stderr, and the run's figures are those with every helper."""

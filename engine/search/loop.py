@@ -79,9 +79,18 @@ def choose_path(spark: SparkSession, settings: Settings, stored_scheme: str | No
     return ACCELERATED, "classic local mode, the engine's JVM helpers loaded"
 
 
+# The PySpark line whose internals the local accelerator's hooks were written and tested against
+# (private classes and signatures move between minor versions: on 4.0 two of them are missing).
+ACCELERATOR_PYSPARK = "4.3."
+
+
 def _accelerator_missing(spark: SparkSession, settings: Settings) -> str | None:
     if not is_classic(spark):
         return "Spark Connect"
+    import pyspark
+    if not pyspark.__version__.startswith(ACCELERATOR_PYSPARK):
+        return (f"PySpark {pyspark.__version__}: the local accelerator's hooks into Spark's internals are "
+                f"checked on PySpark {ACCELERATOR_PYSPARK}x only")
     master = spark.sparkContext.master
     if not master.startswith("local"):
         return f"master {master}"
