@@ -19,7 +19,8 @@ PATH is relative to the variable: ``""`` is the variable, ``[]`` steps into an a
 Everything is SQL. Up to ``literal_permutations`` (a setting), each permutation's image is written
 out with literals (renaming is a CASE, a function's entries are picked by position), a few
 projections pick the images with the smallest cheap key, ``array_min`` the smallest of those, and
-that one is hashed.
+that one is hashed. The identity's image is the state's own columns: nothing to rename, re-index
+or re-sort.
 Spark compiles literal images where it interprets lambdas. Beyond that many permutations the
 permutations are a literal array and a ``transform`` over it permutes the state, so the SQL does not
 grow with them. Sets are re-sorted with ``sort_array`` (a comparator-free sort; ``array_sort`` calls
@@ -224,7 +225,7 @@ def _cheap_key(schema: StructType, shapes: dict[str, SymmetryShape],
 
 
 def _permutation_data(sets: dict[str, list[str]]) -> list[tuple[dict[str, str], dict[str, list[int]]]]:
-    """Each permutation as (renaming without fixed points, per set the old position of each new
+    """Each permutation (the identity first) as (renaming without fixed points, per set the old position of each new
     entry: position j of the permuted function holds the old entry of pi^-1(Set[j]))."""
     out = []
     for m in permutations(sets):
@@ -261,6 +262,10 @@ def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryS
 
     keys = [_cheap_key(schema, shapes, lit(*p)) for p in perms]
     images = [_image(schema, shapes, lit(*p)) for p in perms]
+    # The identity's image is the state itself: its sets are kept sorted and its functions in their
+    # set's order (what the shape declares), so re-sorting and re-indexing them would copy it unchanged.
+    own = ", ".join(f"'{f.name}', `{f.name}`" for f in schema.fields)
+    images[0] = f"named_struct({own})"
     if keys[0] is None:
         stages = [[f"array_min(array({', '.join(images)})) AS _q"]]
     else:
