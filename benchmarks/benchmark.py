@@ -12,8 +12,10 @@ For each case it prints: the result and TLC's figures (distinct, generated, dept
 levels that generated fewer than ``--small`` states: the engine's overhead, not work on states),
 CPU seconds of the whole process tree (driver, JVM, Python workers: a figure that stays
 meaningful when the machine is shared, unlike wall time), peak resident memory of the JVM driver
-and of the Python driver, and the bytes the run wrote. The load average at the start and end is
-printed too: other processes on the machine inflate wall times.
+and of the Python driver, and the bytes the run wrote. For a case with symmetry, the
+canonicalization's cost: the canonical fingerprint's wall time per state against the plain
+fingerprint's, both computed again over the run's stored states once the search is done. The load
+average at the start and end is printed too: other processes on the machine inflate wall times.
 
 While a case runs, a thread samples memory every ``--sample`` seconds: the JVM's resident set and
 heap in use, and the Python driver's resident set. The run is cut into tenths by time, and each
@@ -59,6 +61,7 @@ from engine.search.loop import check  # noqa: E402
 from engine.model.loader import load_model, parse_case, resolve_run  # noqa: E402
 from engine.runtime.session import get_spark  # noqa: E402
 from engine.settings import Settings  # noqa: E402
+from pyspark.sql.types import StructType  # noqa: E402
 
 _TCK = os.sysconf("SC_CLK_TCK")
 
@@ -278,6 +281,8 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         from deltalake import DeltaTable
         levels = DeltaTable(out.tables["levels"]).to_pyarrow_table().to_pylist()
         written = dir_bytes(wh / spec.model.name / spec.run_id)
+        canon = canonical_cost(spark, spec, wh / spec.model.name / spec.run_id, settings) if spec.symmetry else dict.fromkeys(
+            ("canon_states", "plain_fp_us", "canonical_fp_us"))
     small_levels = [r["seconds"] for r in levels if r["generated"] < small] or [float("nan")]
     every = [r["seconds"] for r in levels] or [float("nan")]
     return {
@@ -299,7 +304,47 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "bytes_written": written, "load_start": load0, "load_end": os.getloadavg()[0],
         "heap_live_max": max(s["heap_used"] for s in samples),
         "memory": memory_tenths(samples, levels, t0, search), "samples": samples,
+        **canon,
     }
+
+
+def canonical_cost(spark, spec, run_root: Path, settings: Settings, rounds: int = 2) -> dict:
+    """What symmetry's canonical fingerprint costs a state, against the plain fingerprint: both
+    computed over the run's stored states (read from its Delta table and held in Spark's memory),
+    each job run once to compile and warm its code, then ``rounds`` times; the best round's wall
+    time per state. Measured apart from the search, so the figure is the canonicalization's own and
+    not the actions'."""
+    from engine.search.encoding import JSON, fingerprint_sql
+    from engine.search.symmetry import canonical_fingerprint_stages
+    from engine.store.deltaio import read_delta
+    from engine.store.runs import RunStore
+    using = RunStore.stored_spec(run_root).get("fingerprint") or JSON
+    schema = StructType([f for f in read_delta(spark, str(run_root / "states"), None, settings).schema.fields
+                         if f.name in spec.model.variable_names])
+    states = (read_delta(spark, str(run_root / "states"), None, settings).select(*schema.fieldNames())
+              .localCheckpoint(eager=True))
+    n = states.count()
+    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], using=using)
+    variants = {
+        "plain": [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]],
+        "canonical": canonical_fingerprint_stages(schema, spec.model.symmetry_shapes,
+                                                  {s: spec.constants[s] for s in spec.model.symmetry},
+                                                  using=using, literal_permutations=settings.literal_permutations),
+    }
+    out = {"canon_states": n}
+    for name, stages in variants.items():
+        df = states
+        for stage in stages:
+            df = df.selectExpr("*", *stage)
+        df = df.select("_fp", "_fp2")
+        times = []
+        for _ in range(rounds + 1):
+            t = time.perf_counter()
+            df.write.format("noop").mode("overwrite").save()
+            times.append(time.perf_counter() - t)
+        out[f"{name}_fp_us"] = min(times[1:]) / max(n, 1) * 1e6
+    states.unpersist()
+    return out
 
 
 def show(r: dict, small: int) -> None:
@@ -320,6 +365,10 @@ def show(r: dict, small: int) -> None:
     print(f"fixed cost/level   median {r['fixed_median_s']:.3f} s, worst {r['fixed_worst_s']:.3f} s "
           f"({r['fixed_levels']} of {r['levels']} levels generated < {small:,} states); "
           f"median level {r['level_median_s']:.3f} s")
+    if r.get("canon_states"):
+        print(f"canonicalization   {r['canonical_fp_us']:.1f} us a state for the canonical fingerprint, against "
+              f"{r['plain_fp_us']:.1f} us for the plain one (+{r['canonical_fp_us'] - r['plain_fp_us']:.1f} us; "
+              f"wall time per state over the run's {r['canon_states']:,} stored states, every task slot busy)")
     print(f"peak memory        JVM driver {r['jvm_peak_rss'] / mib:,.0f} MiB, Python driver {r['py_peak_rss'] / mib:,.0f} MiB")
     print(f"bytes written      {r['bytes_written'] / mib:,.1f} MiB")
     print("memory by tenth    until s   states stored   heap min..max MiB   JVM RSS MiB   Python RSS MiB")

@@ -190,7 +190,7 @@ def pair_orders(pairs: int, first: str = "tlc") -> list[tuple[str, str]]:
     return [(first, other) if i % 2 == 0 else (other, first) for i in range(pairs)]
 
 
-def run_tlc(java: str, jar: Path, spec_dir: Path, module: str, cfg: Path, workers: int, deadlock: bool) -> Timed:
+def run_tlc(java: str, jar: Path | str, spec_dir: Path, module: str, cfg: Path, workers: int, deadlock: bool) -> Timed:
     with tempfile.TemporaryDirectory(prefix="sse-tlc-") as meta:
         argv = [java, "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-workers", str(workers),
                 *([] if deadlock else ["-deadlock"]), "-config", str(cfg), "-metadir", meta, module]
@@ -308,8 +308,9 @@ def _pairs(args, model_name, spec, sets, module, cfg, jar, spec_dir, server, mod
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("case", help="MODEL[:CONFIG] (the benchmark's CASE)")
-    p.add_argument("--tlc", type=Path, default=os.environ.get("SSE_TLC_JAR"),
-                   help="TLC's tla2tools.jar (default: $SSE_TLC_JAR)")
+    p.add_argument("--tlc", default=os.environ.get("SSE_TLC_JAR"),
+                   help="TLC's tla2tools.jar, or a class path of jars joined by ':' (BookKeeper needs "
+                        "CommunityModules.jar after it) (default: $SSE_TLC_JAR)")
     p.add_argument("--spec-dir", type=Path, default=os.environ.get("SSE_TLC_SPECS"),
                    help="the folder with the spec's modules (default: $SSE_TLC_SPECS)")
     p.add_argument("--cfg", type=Path, default=None, help="TLC's configuration file "
@@ -332,8 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--pairs {args.pairs}: at least 1")
     if args.warm_ups < 0:
         p.error(f"--warm-ups {args.warm_ups}: at least 0")
-    if args.tlc is None or not Path(args.tlc).is_file():
-        p.error(f"--tlc {args.tlc}: not a file (TLC's tla2tools.jar, or $SSE_TLC_JAR)")
+    for part in (args.tlc or "").split(":"):
+        if not part or not Path(part).is_file():
+            p.error(f"--tlc {part or None}: not a file (TLC's tla2tools.jar, or $SSE_TLC_JAR)")
     if args.spec_dir is None or not Path(args.spec_dir).is_dir():
         p.error(f"--spec-dir {args.spec_dir}: not a folder (the spec's modules, or $SSE_TLC_SPECS)")
     model_name, config, sets = parse_case(args.case)
@@ -351,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Path(args.cfg or ORACLE_CFG / f"{spec.config}.cfg").resolve()
     if not cfg.is_file():
         p.error(f"--cfg {cfg}: not a file")
-    jar, spec_dir = Path(args.tlc).resolve(), Path(args.spec_dir).resolve()
+    jar = ":".join(str(Path(part).resolve()) for part in args.tlc.split(":"))
+    spec_dir = Path(args.spec_dir).resolve()
 
     mode = "server" if args.server else "cold"
     print(f"case     {args.case} ({model_name}:{spec.config}; TLC: {module} with {cfg}, "

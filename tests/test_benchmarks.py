@@ -171,3 +171,59 @@ def test_versus_tlc_refuses_what_it_cannot_run(tmp_path, capsys):
                    str(tmp_path / "x.cfg")).endswith(f"--cfg {tmp_path / 'x.cfg'}: not a file")
     assert "no_such_model" in refused("no_such_model", "--tlc", str(jar), "--spec-dir", str(specs))
 
+
+
+def test_progress_curves_read_both_checkers_progress_lines():
+    """The curves are read from what each checker prints: TLC's minute line (as in its output for
+    the oracle's ledger chaining run) and its final count, and the engine's level line as the
+    engine's own progress printer writes it. A line of neither kind is no point."""
+    import io
+    from engine.cli.output import Progress
+    from engine.store.runs import LevelFigures
+    pc = load_script("benchmarks", "progress_curves")
+    tlc = (FIXTURES / "tlc" / "lc_c3_lim4.txt").read_text().splitlines()
+    minute = next(line for line in tlc if line.startswith("Progress("))
+    assert pc.parse_line("tlc", minute) == (17, 39_250, 141_044, 13_625)
+    final = next(line for line in tlc if line[:1].isdigit() and line.endswith("states left on queue."))
+    assert pc.parse_line("tlc", final)[1:] == (375_963, 2_207_914, 0)
+    out = io.StringIO()
+    Progress(out)(LevelFigures(19, 182_984, 53_368, 0, 213_047, 691_207, 10.46), 53_368)
+    assert pc.parse_line("engine", out.getvalue().strip()) == (19, 213_047, 691_207, 53_368)
+    assert pc.parse_line("engine", minute) is None and pc.parse_line("tlc", out.getvalue()) is None
+    points = [pc.Point(4.0, 8, 10, 20, 5), pc.Point(64.0, 13, 100, 300, 50)]
+    assert pc.sample(points, 3.9) is None and pc.sample(points, 60).distinct == 10
+    assert pc.sample(points, 64.0).distinct == 100
+
+
+def test_progress_curves_refuse_what_they_cannot_run(tmp_path, capsys):
+    pc = load_script("benchmarks", "progress_curves")
+
+    def refused(*argv: str) -> str:
+        with pytest.raises(SystemExit) as exc:
+            pc.main(list(argv))
+        assert exc.value.code == 2
+        return capsys.readouterr().err.strip().splitlines()[-1]
+    jar = tmp_path / "tla2tools.jar"
+    assert refused("bookkeeper:tlc_perf_4b", "--seconds", "0").endswith("--seconds 0 and --every 60: both above 0")
+    assert refused("bookkeeper:tlc_perf_4b", "--tlc", f"{jar}").endswith(f"--tlc {jar}: {jar} is not a file")
+    jar.write_bytes(b"")
+    assert refused("bookkeeper:tlc_perf_4b", "--tlc", f"{jar}", "--spec-dir", str(tmp_path)).endswith(
+        f"--spec-dir {tmp_path}: no BookKeeperProtocol.tla (the module {ROOT / 'schemas' / 'bookkeeper.yml'} names)")
+    (tmp_path / "BookKeeperProtocol.tla").write_text("")
+    assert refused("bookkeeper:bk_2b_wq1", "--tlc", f"{jar}", "--spec-dir", str(tmp_path)).endswith(
+        f"--cfg {ROOT / 'benchmarks' / 'tlc_cfg' / 'bk_2b_wq1.cfg'}: not a file")
+
+
+def test_the_canonicalization_cost_is_measured_over_the_runs_stored_states(spark, tmp_path):
+    """For a case with symmetry the benchmark times the canonical fingerprint and the plain one over
+    every state the run stored (the test model ``tokens``: its orbits, as the search found them)."""
+    from conftest import TEST_MODELS
+    from engine.model.loader import load_model, resolve_run
+    from engine.search.loop import check
+    from engine.settings import Settings
+    spec = resolve_run(load_model("tokens", TEST_MODELS), None, [], None, None)
+    assert spec.symmetry
+    out = check(spec, tmp_path, settings=Settings(), spark=spark)
+    cost = bench.canonical_cost(spark, spec, tmp_path / spec.model.name / spec.run_id, Settings())
+    assert cost["canon_states"] == out.distinct_states > 1
+    assert cost["canonical_fp_us"] > 0 and cost["plain_fp_us"] > 0
