@@ -20,10 +20,11 @@ ENGINE = [sys.executable, "-m", "engine"]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from engine.runtime.cluster import LocalConnectServer, spark_home
-    script = spark_home() / "sbin" / "start-connect-server.sh"
-    if not script.is_file():  # PySpark 4.0's wheel ships no sbin/ (4.3's does)
-        pytest.skip(f"this PySpark ships no Spark Connect server script ({script})")
+    from engine.runtime.cluster import LocalConnectServer
+    try:
+        LocalConnectServer.launcher()  # (PySpark 4.0's wheel: no start script, the daemon script and jar)
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
     with LocalConnectServer(folder=tmp_path_factory.mktemp("connect")) as srv:
         yield srv
 

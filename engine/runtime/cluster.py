@@ -118,6 +118,9 @@ class LocalCluster:
         self.stop()
 
 
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
 class LocalConnectServer:
     """A Spark Connect server on loopback (``sc://127.0.0.1:PORT``), started with the scripts the
     pyspark package ships, on ``master``; stopped, with its JVM, whatever happens."""
@@ -132,14 +135,29 @@ class LocalConnectServer:
         self.conf = dict(conf or {})
         self.env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
                     "SPARK_PID_DIR": str(self.folder), "SPARK_LOG_DIR": str(self.folder),
-                    "PYSPARK_PYTHON": sys.executable}
+                    "PYSPARK_PYTHON": sys.executable, "SPARK_CONNECT_MODE": "0"}
         self.env.pop("SPARK_REMOTE", None)
+
+    @staticmethod
+    def launcher() -> list[str]:
+        """The command that starts the server as a daemon: ``sbin/start-connect-server.sh`` where the
+        package ships it, else what that script runs, ``sbin/spark-daemon.sh submit`` of the server's
+        class (PySpark 4.0's wheel has the daemon script and the server's jar, not the start script).
+        RuntimeError when the package has neither."""
+        home = spark_home()
+        script = home / "sbin" / "start-connect-server.sh"
+        if script.is_file():
+            return [str(script)]
+        daemon = home / "sbin" / "spark-daemon.sh"
+        if daemon.is_file() and any((home / "jars").glob("spark-connect_*.jar")):
+            return [str(daemon), "submit", CONNECT_SERVER_CLASS, "1", "--name", "Spark Connect server"]
+        raise RuntimeError(f"this PySpark ({home}) ships neither sbin/start-connect-server.sh nor "
+                           "sbin/spark-daemon.sh with the Spark Connect server's jar")
 
     def start(self) -> "LocalConnectServer":
         conf = {"spark.connect.grpc.binding.port": str(self.port), "spark.connect.grpc.binding.address": "127.0.0.1",
                 "spark.ui.enabled": "false", **self.conf}
-        args = [str(spark_home() / "sbin" / "start-connect-server.sh"), "--master", self.master,
-                "--driver-memory", self.driver_memory]
+        args = [*self.launcher(), "--master", self.master, "--driver-memory", self.driver_memory]
         for k, v in conf.items():
             args += ["--conf", f"{k}={v}"]
         subprocess.run(args, env=self.env, check=True, capture_output=True, timeout=60)
@@ -168,8 +186,11 @@ class LocalConnectServer:
         return out
 
     def stop(self) -> None:
-        subprocess.run([str(spark_home() / "sbin" / "stop-connect-server.sh")], env=self.env,
-                       capture_output=True, timeout=120)
+        stop = spark_home() / "sbin" / "stop-connect-server.sh"
+        argv = [str(stop)] if stop.is_file() else [str(spark_home() / "sbin" / "spark-daemon.sh"), "stop",
+                                                    CONNECT_SERVER_CLASS, "1"]
+        if Path(argv[0]).is_file():
+            subprocess.run(argv, env=self.env, capture_output=True, timeout=120)
         for pid in self.pids():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
