@@ -281,8 +281,8 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         from deltalake import DeltaTable
         levels = DeltaTable(out.tables["levels"]).to_pyarrow_table().to_pylist()
         written = dir_bytes(wh / spec.model.name / spec.run_id)
-        canon = canonical_cost(spark, spec, wh / spec.model.name / spec.run_id, settings) if spec.symmetry else dict.fromkeys(
-            ("canon_states", "plain_fp_us", "canonical_fp_us"))
+        canon = (canonical_cost(spark, spec, wh / spec.model.name / spec.run_id, settings) if spec.symmetry
+                 else dict.fromkeys(("canon_states", "plain_fp_us", "canonical_fp_us")))
     small_levels = [r["seconds"] for r in levels if r["generated"] < small] or [float("nan")]
     every = [r["seconds"] for r in levels] or [float("nan")]
     return {
@@ -315,21 +315,18 @@ def canonical_cost(spark, spec, run_root: Path, settings: Settings, rounds: int 
     time per state. Measured apart from the search, so the figure is the canonicalization's own and
     not the actions'."""
     from engine.search.encoding import JSON, fingerprint_sql
-    from engine.search.symmetry import canonical_fingerprint_stages
+    from engine.search.fingerprint import Fingerprinter
     from engine.store.deltaio import read_delta
     from engine.store.runs import RunStore
     using = RunStore.stored_spec(run_root).get("fingerprint") or JSON
-    schema = StructType([f for f in read_delta(spark, str(run_root / "states"), None, settings).schema.fields
-                         if f.name in spec.model.variable_names])
-    states = (read_delta(spark, str(run_root / "states"), None, settings).select(*schema.fieldNames())
-              .localCheckpoint(eager=True))
+    stored = read_delta(spark, str(run_root / "states"), None, settings)
+    schema = StructType([f for f in stored.schema.fields if f.name in spec.model.variable_names])
+    states = stored.select(*schema.fieldNames()).localCheckpoint(eager=True)
     n = states.count()
     fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], using=using)
     variants = {
         "plain": [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]],
-        "canonical": canonical_fingerprint_stages(schema, spec.model.symmetry_shapes,
-                                                  {s: spec.constants[s] for s in spec.model.symmetry},
-                                                  using=using, literal_permutations=settings.literal_permutations),
+        "canonical": Fingerprinter(schema, spec.with_fingerprint(using), settings).stages,  # the search's own
     }
     out = {"canon_states": n}
     for name, stages in variants.items():

@@ -37,9 +37,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from engine.errors import EngineError  # noqa: E402
 from engine.model.loader import load_model, parse_case, resolve_run  # noqa: E402
+from versus_tlc import class_path, tlc_argv  # noqa: E402
 
 TLC_CFG = ROOT / "benchmarks" / "tlc_cfg"
 
@@ -146,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             if not Path(part).is_file():
                 p.error(f"--tlc {args.tlc}: {part} is not a file")
         module_file = run.model.source.get("module") or ""
-        if args.spec_dir is None or not (Path(args.spec_dir) / module_file).is_file() or not module_file:
+        if not module_file or args.spec_dir is None or not (Path(args.spec_dir) / module_file).is_file():
             p.error(f"--spec-dir {args.spec_dir}: no {module_file or 'module'} (the module "
                     f"{run.model.schema_path} names)")
         if sets and args.cfg is None:
@@ -159,13 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     curves: dict[str, tuple[list[Point], bool]] = {}
 
     if args.only in (None, "tlc"):
-        module = Path(module_file).stem
-        cp = ":".join(str(Path(x).resolve()) for x in args.tlc.split(":"))
         with tempfile.TemporaryDirectory(prefix="sse-tlc-") as meta:
-            tlc_argv = ["java", "-XX:+UseParallelGC", "-cp", cp, "tlc2.TLC", "-workers", str(args.workers),
-                        *([] if run.deadlock else ["-deadlock"]), "-config", str(cfg), "-metadir", meta, module]
-            print("TLC:", " ".join(tlc_argv), flush=True)
-            curves["tlc"] = follow("tlc", tlc_argv, args.spec_dir, args.seconds, logs / "tlc.log")
+            argv_tlc = tlc_argv("java", class_path(args.tlc), Path(module_file).stem, cfg, args.workers,
+                                run.deadlock, meta)
+            print("TLC:", " ".join(argv_tlc), flush=True)
+            curves["tlc"] = follow("tlc", argv_tlc, args.spec_dir, args.seconds, logs / "tlc.log")
     if args.only in (None, "engine"):
         with tempfile.TemporaryDirectory(prefix="sse-curves-wh-") as wh:
             eng_argv = [sys.executable, "-m", "engine", "check", model_name, "--config", config,

@@ -190,11 +190,20 @@ def pair_orders(pairs: int, first: str = "tlc") -> list[tuple[str, str]]:
     return [(first, other) if i % 2 == 0 else (other, first) for i in range(pairs)]
 
 
+def class_path(text: str) -> str:
+    """``--tlc``'s jars (one, or several joined by ':'), each made absolute: TLC runs in the spec's folder."""
+    return ":".join(str(Path(part).resolve()) for part in text.split(":"))
+
+
+def tlc_argv(java: str, jar: Path | str, module: str, cfg: Path, workers: int, deadlock: bool, meta: str) -> list[str]:
+    """TLC's command line as the comparisons run it (``-deadlock`` where the engine checks no deadlock)."""
+    return [java, "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-workers", str(workers),
+            *([] if deadlock else ["-deadlock"]), "-config", str(cfg), "-metadir", meta, module]
+
+
 def run_tlc(java: str, jar: Path | str, spec_dir: Path, module: str, cfg: Path, workers: int, deadlock: bool) -> Timed:
     with tempfile.TemporaryDirectory(prefix="sse-tlc-") as meta:
-        argv = [java, "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-workers", str(workers),
-                *([] if deadlock else ["-deadlock"]), "-config", str(cfg), "-metadir", meta, module]
-        return timed(argv, spec_dir)
+        return timed(tlc_argv(java, jar, module, cfg, workers, deadlock, meta), spec_dir)
 
 
 class EngineServer:
@@ -353,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Path(args.cfg or ORACLE_CFG / f"{spec.config}.cfg").resolve()
     if not cfg.is_file():
         p.error(f"--cfg {cfg}: not a file")
-    jar = ":".join(str(Path(part).resolve()) for part in args.tlc.split(":"))
+    jar = class_path(args.tlc)
     spec_dir = Path(args.spec_dir).resolve()
 
     mode = "server" if args.server else "cold"

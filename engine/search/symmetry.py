@@ -225,8 +225,9 @@ def _cheap_key(schema: StructType, shapes: dict[str, SymmetryShape],
 
 
 def _permutation_data(sets: dict[str, list[str]]) -> list[tuple[dict[str, str], dict[str, list[int]]]]:
-    """Each permutation (the identity first) as (renaming without fixed points, per set the old position of each new
-    entry: position j of the permuted function holds the old entry of pi^-1(Set[j]))."""
+    """Each permutation (the identity first) as (renaming without fixed points, per set the old
+    position of each new entry: position j of the permuted function holds the old entry of
+    pi^-1(Set[j]))."""
     out = []
     for m in permutations(sets):
         inv = {v: k for k, v in m.items()}
@@ -261,11 +262,10 @@ def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryS
         return lambda shape: _LiteralPermuter(shape, mapping, positions)
 
     keys = [_cheap_key(schema, shapes, lit(*p)) for p in perms]
-    images = [_image(schema, shapes, lit(*p)) for p in perms]
-    # The identity's image is the state itself: its sets are kept sorted and its functions in their
-    # set's order (what the shape declares), so re-sorting and re-indexing them would copy it unchanged.
+    # The identity (perms[0]) gives the state itself: its sets are kept sorted and its functions in
+    # their set's order (what the shape declares), so re-sorting and re-indexing would copy it unchanged.
     own = ", ".join(f"'{f.name}', `{f.name}`" for f in schema.fields)
-    images[0] = f"named_struct({own})"
+    images = [f"named_struct({own})", *(_image(schema, shapes, lit(*p)) for p in perms[1:])]
     if keys[0] is None:
         stages = [[f"array_min(array({', '.join(images)})) AS _q"]]
     else:
