@@ -13,8 +13,10 @@ levels that generated fewer than ``--small`` states: the engine's overhead, not 
 CPU seconds of the whole process tree (driver, JVM, Python workers: a figure that stays
 meaningful when the machine is shared, unlike wall time), peak resident memory of the JVM driver
 and of the Python driver, and the bytes the run wrote. For a case with symmetry, the
-canonicalization's cost: the canonical fingerprint's wall time per state against the plain
-fingerprint's, both computed again over the run's stored states once the search is done. The load
+canonicalization's cost: the canonical fingerprint's wall time per state (in SQL, as the portable
+path computes it, and with the JVM helper, as the accelerator does) against the plain fingerprint's,
+each computed again over the run's stored states once the search is done (after a case's last
+repeat). The load
 average at the start and end is printed too: other processes on the machine inflate wall times.
 
 While a case runs, a thread samples memory every ``--sample`` seconds: the JVM's resident set and
@@ -258,7 +260,9 @@ def pin_cpus(n: int) -> list[int]:
 
 def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None,
              models: Path | None = None, run_dir: Path | None = None, sample_every: float = 5.0,
-             settings: Settings | None = None) -> dict:
+             settings: Settings | None = None, canonical: bool = True) -> dict:
+    """One run of ``case``, measured; with symmetry and ``canonical``, the canonicalization's cost
+    after it (``canonical_cost``)."""
     settings = settings or Settings()
     model_name, config, sets = parse_case(case)
     spec = resolve_run(load_model(model_name, models), config, sets, None, deadlock)
@@ -281,8 +285,8 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         from deltalake import DeltaTable
         levels = DeltaTable(out.tables["levels"]).to_pyarrow_table().to_pylist()
         written = dir_bytes(wh / spec.model.name / spec.run_id)
-        canon = (canonical_cost(spark, spec, wh / spec.model.name / spec.run_id, settings) if spec.symmetry
-                 else dict.fromkeys(("canon_states", "plain_fp_us", "canonical_fp_us")))
+        canon = (canonical_cost(spark, spec, wh / spec.model.name / spec.run_id, settings)
+                 if spec.symmetry and canonical else dict.fromkeys(("canon_states", "plain_fp_us", "canonical_fp_us")))
     small_levels = [r["seconds"] for r in levels if r["generated"] < small] or [float("nan")]
     every = [r["seconds"] for r in levels] or [float("nan")]
     return {
@@ -315,7 +319,9 @@ def canonical_cost(spark, spec, run_root: Path, settings: Settings, rounds: int 
     time per state. Measured apart from the search, so the figure is the canonicalization's own and
     not the actions'."""
     from engine.search.encoding import JSON, fingerprint_sql
+    import engine.runtime.jvm_ext as jvm_ext
     from engine.search.fingerprint import Fingerprinter
+    from engine.search.symmetry import canonical_fingerprint_stages, helper_supports
     from engine.store.deltaio import read_delta
     from engine.store.runs import RunStore
     using = RunStore.stored_spec(run_root).get("fingerprint") or JSON
@@ -326,8 +332,13 @@ def canonical_cost(spark, spec, run_root: Path, settings: Settings, rounds: int 
     fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], using=using)
     variants = {
         "plain": [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]],
-        "canonical": Fingerprinter(schema, spec.with_fingerprint(using), settings).stages,  # the search's own
+        # the portable path's (the accelerator's where the JVM helper is not to be had)
+        "canonical": Fingerprinter(schema, spec.with_fingerprint(using), settings).stages,
     }
+    if jvm_ext.has_class(spark, "Canonical") and helper_supports(schema):  # the accelerator's
+        variants["canonical_jvm"] = canonical_fingerprint_stages(
+            schema, spec.model.symmetry_shapes, {s: spec.constants[s] for s in spec.model.symmetry},
+            using=using, helper=True)
     out = {"canon_states": n}
     for name, stages in variants.items():
         df = states
@@ -363,9 +374,11 @@ def show(r: dict, small: int) -> None:
           f"({r['fixed_levels']} of {r['levels']} levels generated < {small:,} states); "
           f"median level {r['level_median_s']:.3f} s")
     if r.get("canon_states"):
-        print(f"canonicalization   {r['canonical_fp_us']:.1f} us a state for the canonical fingerprint, against "
-              f"{r['plain_fp_us']:.1f} us for the plain one (+{r['canonical_fp_us'] - r['plain_fp_us']:.1f} us; "
-              f"wall time per state over the run's {r['canon_states']:,} stored states, every task slot busy)")
+        jvm = (f", {r['canonical_jvm_fp_us']:.1f} us with the JVM helper (the accelerator's)"
+               if r.get("canonical_jvm_fp_us") else "")
+        print(f"canonicalization   the canonical fingerprint {r['canonical_fp_us']:.1f} us a state in SQL (the portable "
+              f"path's){jvm}, against {r['plain_fp_us']:.1f} us for the plain one (wall time per state over "
+              f"the run's {r['canon_states']:,} stored states, every task slot busy)")
     print(f"peak memory        JVM driver {r['jvm_peak_rss'] / mib:,.0f} MiB, Python driver {r['py_peak_rss'] / mib:,.0f} MiB")
     print(f"bytes written      {r['bytes_written'] / mib:,.1f} MiB")
     print("memory by tenth    until s   states stored   heap min..max MiB   JVM RSS MiB   Python RSS MiB")
@@ -433,8 +446,10 @@ def main(argv: list[str] | None = None) -> int:
     for case in args.cases:
         for i in range(args.repeat):
             # A repeat's wall time has no start-up: the session is up, as in an engine server.
+            # The canonicalization is measured after the last repeat only: its jobs compile code of their
+            # own (the SQL's images), which the JIT would still be compiling during the next repeat.
             r = run_case(spark, case, startup if i == 0 else 0.0, args.small, False if args.no_deadlock else None,
-                         args.models, args.run_dir, args.sample, settings)
+                         args.models, args.run_dir, args.sample, settings, canonical=i == args.repeat - 1)
             r["repeat"] = i
             show(r, args.small)
             rows.append(r)

@@ -72,6 +72,9 @@ class Settings:
                                       group="spark")
     explain_mode: str = _setting("simple", "spark.sql.ui.explainMode: the plan text every SQL execution posts "
                                  "(the formatted one cost time on every small level)", group="spark")
+    rdd_compress: bool = _setting(False, "spark.rdd.compress: a level's checkpoints, kept serialized, are also "
+                                  "compressed (less memory and disk for a large level's successors, for CPU)",
+                                  group="spark")
     spark_ui: bool = _setting(False, "Spark's web UI (off: a search is a batch job)", group="spark")
     java_options: str = _setting(JAVA_OPTIONS, "the driver JVM's options (collector and JIT thresholds for a batch "
                                  "search)", group="spark")
@@ -92,8 +95,8 @@ class Settings:
                          "Spark APIs alone, anywhere), or accelerated", group="search",
                          choices=("auto", "portable", "accelerated"))
     disabled_helpers: str = _setting("", "the engine's JVM helpers the accelerator must not use, comma separated "
-                                     "(RowBytes, SeenSet, SortedSeen, SwitchRows, ArrowFrontier): each such stage "
-                                     "runs as on the portable path", group="search")
+                                     "(RowBytes, SeenSet, SortedSeen, SwitchRows, ArrowFrontier, Canonical): each "
+                                     "such stage runs as on the portable path", group="search")
     # ---- the accelerator: which path a level takes ------------------------------------------------
     level_path: str = _setting("auto", "where a level's successors are finished: auto (on the driver as Arrow "
                                "when they fit arrow_level_bytes, else in Spark), driver, spark, or alternate "

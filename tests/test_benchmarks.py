@@ -215,8 +215,8 @@ def test_progress_curves_refuse_what_they_cannot_run(tmp_path, capsys):
 
 
 def test_the_canonicalization_cost_is_measured_over_the_runs_stored_states(spark, tmp_path):
-    """For a case with symmetry the benchmark times the canonical fingerprint and the plain one over
-    every state the run stored (the test model ``tokens``: its orbits, as the search found them)."""
+    """For a case with symmetry the benchmark times the canonical fingerprint (in SQL and with the
+    JVM helper) and the plain one over every state the run stored (the test model ``tokens``: its orbits, as the search found them)."""
     from conftest import TEST_MODELS
     from engine.model.loader import load_model, resolve_run
     from engine.search.loop import check
@@ -227,3 +227,4 @@ def test_the_canonicalization_cost_is_measured_over_the_runs_stored_states(spark
     cost = bench.canonical_cost(spark, spec, tmp_path / spec.model.name / spec.run_id, Settings())
     assert cost["canon_states"] == out.distinct_states > 1
     assert cost["canonical_fp_us"] > 0 and cost["plain_fp_us"] > 0
+    assert cost["canonical_jvm_fp_us"] > 0  # (the JVM helper is loaded in the tests' session)

@@ -157,7 +157,8 @@ def test_canonical_fingerprint_is_one_per_orbit(spark, monkeypatch):
     """Every permutation of a state gets the state's canonical fingerprint, and states of different
     orbits get different ones, for a function over the set whose entries mix model values (a peer,
     a sorted set) with plain counters (the cheap key), a plain string and a sorted set. The
-    permutations written out as literals and the lambda over them give the same fingerprints."""
+    permutations written out as literals, the lambda over them and the JVM helper sse_canonical give
+    the same fingerprints."""
     import engine.search.symmetry as symmetry
     from engine.search.symmetry import SymmetryShape, canonical_fingerprint_stages
     ddl = ("nodes array<struct<n:int, peer:string, seen:array<string>>>, owner string, "
@@ -166,9 +167,9 @@ def test_canonical_fingerprint_is_one_per_orbit(spark, monkeypatch):
     shapes = {"nodes": SymmetryShape({"": "Names"}, ("[].seen",)), "held": SymmetryShape({}, ("",))}
     names = ["a", "b", "c"]
 
-    def fingerprints(df, literal_permutations=24):
+    def fingerprints(df, literal_permutations=24, helper=False):
         for stage in canonical_fingerprint_stages(schema, shapes, {"Names": names}, using="row-bytes",
-                                                  literal_permutations=literal_permutations):
+                                                  literal_permutations=literal_permutations, helper=helper):
             df = df.selectExpr("*", *stage)
         return [(r["_fp"], r["_fp2"]) for r in df.collect()]
 
@@ -190,8 +191,41 @@ def test_canonical_fingerprint_is_one_per_orbit(spark, monkeypatch):
     df = spark.createDataFrame(rows, ddl)
     fps = fingerprints(df)
     assert fingerprints(df, literal_permutations=0) == fps
+    assert fingerprints(df, helper=True) == fps  # the JVM helper picks the SQL's image
     by_orbit = {}
     for i, fp in zip(orbit_of, fps):
         by_orbit.setdefault(i, set()).add(fp)
     assert all(len(v) == 1 for v in by_orbit.values()), by_orbit
     assert len({next(iter(v)) for v in by_orbit.values()}) == len(states)
+
+
+@pytest.mark.parametrize("level_path", ["driver", "spark"])
+def test_jvm_helper_and_sql_store_the_same_fingerprints(spark, tmp_path, capsys, level_path):
+    """The accelerator canonicalizes with the JVM helper sse_canonical; without it (disabled, or on
+    the portable path) the SQL does. Both runs store the same states under the same fingerprints,
+    so a run resumed on the other path finds what it had seen."""
+    from deltalake import DeltaTable
+    from engine.model.loader import load_model, resolve_run
+    from engine.search.loop import check as run
+    from engine.settings import Settings
+    spec = resolve_run(load_model("tokens", TEST_MODELS), None, ["Procs=p1,p2,p3", "Max=1", "LogLen=2"], None, None)
+    stored = {}
+    for name, disabled in (("jvm", ""), ("sql", "Canonical")):
+        settings = Settings(level_path=level_path, disabled_helpers=disabled)
+        out = run(spec, tmp_path / name, settings=settings, spark=spark)
+        fallback = "engine: symmetry: the orbit's smallest member in SQL, as on the portable path (Canonical " \
+                   "disabled by the settings)"
+        assert (fallback in capsys.readouterr().err) == bool(disabled)
+        table = DeltaTable(out.tables["states"]).to_pyarrow_table(columns=["_fp", "_fp2"])
+        stored[name] = sorted(zip(table["_fp"].to_pylist(), table["_fp2"].to_pylist()))
+    assert len(stored["jvm"]) == reference(["p1", "p2", "p3"], 1, 2, symmetry=True)[0]
+    assert stored["jvm"] == stored["sql"]
+
+
+def test_jvm_helper_declines_types_it_does_not_order(spark):
+    """sse_canonical orders booleans, integers, strings, arrays and structs as Spark does; a state
+    with a double (Spark orders NaN and -0.0 its own way) is canonicalized in SQL."""
+    from engine.search.symmetry import helper_supports
+    ok = spark.createDataFrame([], "a array<struct<x:int, y:string, z:boolean, w:bigint>>, b string").schema
+    assert helper_supports(ok)
+    assert not helper_supports(spark.createDataFrame([], "a array<struct<x:double>>, b string").schema)

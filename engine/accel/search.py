@@ -107,12 +107,15 @@ class AcceleratedSearch:
         self.settings = settings
         self.progress = progress
         self.vars = [f.name for f in cm.schema.fields]
+        self.canonical_helper = False
         if spec.symmetry:
             # SYMMETRY: de-duplicate by the orbit's fingerprint; the row keeps the state as generated.
             check_paths(spec.model.schema_path, cm.schema, spec.model.symmetry_shapes)
+            self.canonical_helper = _canonical_helper(spark, cm.schema, settings)
             self.fp_stages = canonical_fingerprint_stages(
                 cm.schema, spec.model.symmetry_shapes, {s: spec.constants[s] for s in spec.model.symmetry},
-                using=spec.fingerprint, literal_permutations=settings.literal_permutations)
+                using=spec.fingerprint, literal_permutations=settings.literal_permutations,
+                helper=self.canonical_helper)
         fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in cm.schema.fields], using=spec.fingerprint)
         self.raw_fp_stages = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
         if not spec.symmetry:
@@ -121,7 +124,9 @@ class AcceleratedSearch:
         # share an orbit), and only the survivors are canonicalized: exact repeats are common, and
         # cheaper to drop by the plain fingerprint. A terminal finding compares every successor's orbit with
         # its parent's, so a model with one canonicalizes them all.
-        self.dedupe_raw_first = spec.symmetry and not cm.terminal_exprs
+        # With the JVM helper, an orbit costs about what a repeat's plain fingerprint does: every
+        # successor is canonicalized in the actions' job, as without symmetry.
+        self.dedupe_raw_first = spec.symmetry and not cm.terminal_exprs and not self.canonical_helper
         cons = [cm.constraint_exprs[c] for c in spec.constraints]
         self.in_model_expr = " AND ".join(cons) if cons else "true"
         self.table_cols = [f.name for f in store.spark_schema.fields]
@@ -209,7 +214,7 @@ class AcceleratedSearch:
     def fingerprint(self, df: DataFrame, as_generated: bool = False) -> DataFrame:
         if as_generated:
             return self._with_stages(df, self.raw_fp_stages)
-        if self.spec.symmetry:
+        if self.spec.symmetry and not self.canonical_helper:
             # Catalyst pushes a projection into every branch of the actions' UNION ALL: the large
             # canonical-fingerprint expression would be compiled once per action. Cut the plan first.
             df = checkpoint(df)
@@ -1130,6 +1135,22 @@ class AcceleratedSearch:
             return {"result": "invariant_violated", "invariant": name, "depth": depth, "state": row,
                     "distinct": fig.distinct_total, "generated": fig.generated_total}
         return None
+
+
+def _canonical_helper(spark: SparkSession, schema: StructType, settings: Settings) -> bool:
+    """Whether symmetry's smallest image is computed by the JVM helper ``sse_canonical`` (one call a
+    state) rather than in SQL (an image a permutation, written out: a projection too large for Spark
+    to compile into the stage's generated code, so each task generates its code again). Both pick
+    the same image (tests/test_symmetry.py)."""
+    from engine.search.symmetry import helper_supports
+    if not jvm_ext.use(spark, "Canonical", settings, "symmetry", "the orbit's smallest member in SQL, as on "
+                       "the portable path"):
+        return False
+    if not helper_supports(schema):
+        print("engine: symmetry: the orbit's smallest member in SQL, as on the portable path (sse_canonical "
+              "orders booleans, integers, strings, arrays and structs only)", file=sys.stderr)
+        return False
+    return True
 
 
 def _unplanned(made: DataFrame) -> DataFrame:

@@ -96,6 +96,7 @@ def _classic(settings: Settings, app_name: str, conf: dict[str, str] | None) -> 
         .config("spark.sql.ui.explainMode", settings.explain_mode)
         .config("spark.driver.memory", settings.driver_memory)
         .config("spark.memory.storageFraction", settings.storage_fraction)
+        .config("spark.rdd.compress", "true" if settings.rdd_compress else "false")
         # Spark 4.3 can fuse a union's branches into one generated stage; its RDD is then one
         # MapPartitionsRDD over every branch, and the accelerator's held union could no longer run
         # each frontier part's actions as one task. Each branch keeps its own generated stage.

@@ -29,17 +29,20 @@ a lambda per comparison).
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from pyspark.sql.types import ArrayType, DataType, StringType, StructType
+from pyspark.sql.types import (ArrayType, BooleanType, ByteType, DataType, IntegerType, LongType, ShortType,
+                               StringType, StructType)
 
 from engine.errors import ModelError
 from engine.search.encoding import fingerprint_sql
 
-__all__ = ["SymmetryShape", "parse_shape", "permutations", "canonical_fingerprint_stages", "check_paths"]
+__all__ = ["SymmetryShape", "parse_shape", "permutations", "canonical_fingerprint_stages", "check_paths",
+           "helper_plan", "helper_supports"]
 
 _PATH = re.compile(r"^((\[\])|(\.[A-Za-z_][A-Za-z0-9_]*))*$")
 
@@ -194,13 +197,12 @@ class _LiteralPermuter(_Permuter):
         return "array(" + ", ".join(entry(f"{e}[{i}]") for i in self.positions[set_name]) + ")"
 
 
-def _cheap_key(schema: StructType, shapes: dict[str, SymmetryShape],
-               permuter: Callable[[SymmetryShape], _Permuter]) -> str | None:
-    """The part of a permuted state that costs no renaming: the entries of arrays indexed by a
-    symmetric set that hold no model value (a bookie's fenced flag, a client's counters). None if
-    the state has no such part."""
+def _key_parts(schema: StructType, shapes: dict[str, SymmetryShape]) -> list[tuple[int, str, list[int] | None]]:
+    """The cheap key's parts: the entries of arrays indexed by a symmetric set that hold no model
+    value (a bookie's fenced flag, a client's counters), as (the variable's position, the set, the
+    positions of the entry's fields kept, or None for the whole entry)."""
     parts = []
-    for f in schema.fields:
+    for i, f in enumerate(schema.fields):
         shape = shapes.get(f.name)
         if shape is None or "" not in shape.index or not isinstance(f.dataType, ArrayType):
             continue
@@ -209,19 +211,56 @@ def _cheap_key(schema: StructType, shapes: dict[str, SymmetryShape],
         any_perm = _Permuter(shape, "")
         elem = f.dataType.elementType
         if not any_perm.touched(elem, "[]"):
+            parts.append((i, shape.index[""], None))
+        elif isinstance(elem, StructType):
+            kept = [k for k, g in enumerate(elem.fields) if not any_perm.touched(g.dataType, f"[].{g.name}")]
+            if kept:
+                parts.append((i, shape.index[""], kept))
+    return parts
+
+
+def _cheap_key(schema: StructType, shapes: dict[str, SymmetryShape],
+               permuter: Callable[[SymmetryShape], _Permuter]) -> str | None:
+    """The part of a permuted state that costs no renaming (``_key_parts``) as SQL; None if the state
+    has no such part."""
+    parts = []
+    for i, set_name, kept in _key_parts(schema, shapes):
+        f = schema.fields[i]
+        if kept is None:
             def body(c: str) -> str:
                 return c
-        elif isinstance(elem, StructType):
-            kept = [g for g in elem.fields if not any_perm.touched(g.dataType, f"[].{g.name}")]
-            if not kept:
-                continue
-
-            def body(c: str, kept=kept) -> str:
-                return "named_struct(" + ", ".join(f"'{g.name}', {c}.`{g.name}`" for g in kept) + ")"
         else:
-            continue
-        parts.append(f"'{f.name}', {permuter(shape).reindex(f'`{f.name}`', shape.index[''], body, 0)}")
+            names = [f.dataType.elementType.fields[k].name for k in kept]
+
+            def body(c: str, names=names) -> str:
+                return "named_struct(" + ", ".join(f"'{g}', {c}.`{g}`" for g in names) + ")"
+        parts.append(f"'{f.name}', {permuter(shapes[f.name]).reindex(f'`{f.name}`', set_name, body, 0)}")
     return f"named_struct({', '.join(parts)})" if parts else None
+
+
+def helper_supports(schema: StructType) -> bool:
+    """Whether the JVM helper ``sse_canonical`` (engine/runtime/jvm/Canonical.java) orders every
+    value of the state as Spark does: booleans, integers, strings, arrays and structs."""
+    def ok(t: DataType) -> bool:
+        if isinstance(t, ArrayType):
+            return ok(t.elementType)
+        if isinstance(t, StructType):
+            return all(ok(f.dataType) for f in t.fields)
+        return isinstance(t, (StringType, BooleanType, ByteType, ShortType, IntegerType, LongType))
+    return ok(schema)
+
+
+def helper_plan(schema: StructType, shapes: dict[str, SymmetryShape], sets: dict[str, list[str]]) -> str:
+    """What ``sse_canonical`` needs to pick the image the SQL picks, as JSON: the permutations as
+    ``_permutation_data`` gives them, each variable's shape and the cheap key's parts."""
+    empty = SymmetryShape({}, ())
+    key = _key_parts(schema, shapes)
+    return json.dumps({
+        "perms": [{"m": m, "pos": pos} for m, pos in _permutation_data(sets)],
+        "fields": [{"index": shapes.get(f.name, empty).index, "sets": list(shapes.get(f.name, empty).sets)}
+                   for f in schema.fields],
+        "key": [{"field": i, "set": s, "kept": kept} for i, s, kept in key] if key else None,
+    }, separators=(",", ":"), sort_keys=True)
 
 
 def _permutation_data(sets: dict[str, list[str]]) -> list[tuple[dict[str, str], dict[str, list[int]]]]:
@@ -245,7 +284,7 @@ def _image(schema: StructType, shapes: dict[str, SymmetryShape],
 
 def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryShape],
                                  sets: dict[str, list[str]], *, using: str,
-                                 literal_permutations: int = 24) -> list[list[str]]:
+                                 literal_permutations: int = 24, helper: bool = False) -> list[list[str]]:
     """Projections, in order: the smallest permutation of the state as ``_q``, then its fingerprint
     as ``_fp`` and ``_fp2`` (one projection, so the two hashes share one evaluation of the state's
     text) in the fingerprint scheme ``using``. Up to ``literal_permutations`` permutations (4! or
@@ -254,6 +293,10 @@ def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryS
     picks the same image."""
     fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], prefix="_q.", using=using)
     hashed = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
+    own = ", ".join(f"'{f.name}', `{f.name}`" for f in schema.fields)
+    if helper:
+        return [[f"sse_canonical(named_struct({own}), {_sql_str(helper_plan(schema, shapes, sets))}) AS _q"],
+                *hashed]
     perms = _permutation_data(sets)
     if len(perms) > literal_permutations:
         return [[f"{_smallest_image_lambda_sql(schema, shapes, sets)} AS _q"], *hashed]
@@ -264,7 +307,6 @@ def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryS
     keys = [_cheap_key(schema, shapes, lit(*p)) for p in perms]
     # The identity (perms[0]) gives the state itself: its sets are kept sorted and its functions in
     # their set's order (what the shape declares), so re-sorting and re-indexing would copy it unchanged.
-    own = ", ".join(f"'{f.name}', `{f.name}`" for f in schema.fields)
     images = [f"named_struct({own})", *(_image(schema, shapes, lit(*p)) for p in perms[1:])]
     if keys[0] is None:
         stages = [[f"array_min(array({', '.join(images)})) AS _q"]]

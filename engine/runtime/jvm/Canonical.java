@@ -1,0 +1,445 @@
+package sse;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.SpecializedGetters;
+import org.apache.spark.sql.catalyst.expressions.codegen.Block;
+import org.apache.spark.sql.catalyst.expressions.codegen.CodeBlock;
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
+import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
+import org.apache.spark.sql.catalyst.expressions.codegen.FalseLiteral$;
+import org.apache.spark.sql.catalyst.expressions.codegen.JavaCode;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+import scala.collection.immutable.IndexedSeq;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * {@code sse_canonical(state, plan)}: the smallest member of a state's orbit under symmetry, the
+ * same value as the SQL the engine writes for it (engine/search/symmetry.py,
+ * {@code canonical_fingerprint_stages}), computed in one call instead of one large generated
+ * projection. {@code state} is a struct of the state's variables; {@code plan} is a JSON literal
+ * made by symmetry.py: the permutations (identity first: renaming without fixed points, and per
+ * symmetric set the old position of each new entry), each variable's shape (arrays indexed by a
+ * set, arrays kept sorted) and the cheap key's parts. A permutation acts as the SQL's does:
+ * strings renamed, a function's entries moved, a set sorted again. The images are ordered by
+ * (cheap key, image) as Spark orders structs (ascending, nulls first; arrays element by element,
+ * then by length; strings by their bytes) and the smallest is returned. Types beyond booleans,
+ * integers, strings, arrays and structs are refused where the plan is made (the SQL runs instead).
+ */
+public final class Canonical extends Expression implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    private final Expression child;
+    private final String planJson;
+    private transient volatile Plan plan;
+
+    public Canonical(Expression child, String planJson) { this.child = child; this.planJson = planJson; }
+
+    /** Adds the function to the session's registry. */
+    public static void register(SparkSession spark) {
+        spark.sessionState().functionRegistry().createOrReplaceTempFunction("sse_canonical", new Builder(), "scala_udf");
+    }
+
+    static final class Builder extends scala.runtime.AbstractFunction1<Seq<Expression>, Expression>
+            implements java.io.Serializable {
+        private static final long serialVersionUID = 1L;
+
+        @Override public Expression apply(Seq<Expression> args) {
+            if (args.size() != 2 || !(args.apply(1) instanceof Literal)) {
+                throw new IllegalArgumentException("sse_canonical takes a state and a plan (a string literal)");
+            }
+            return new Canonical(args.apply(0), String.valueOf(((Literal) args.apply(1)).value()));
+        }
+    }
+
+    // ---- the plan ---------------------------------------------------------------------------------
+
+    static final class Perm {
+        final Map<UTF8String, UTF8String> rename = new HashMap<>();
+        final Map<String, int[]> positions = new HashMap<>();
+        UTF8String[] from = new UTF8String[0], to = new UTF8String[0];
+        boolean renames() { return from.length > 0; }
+
+        /** A few model values: a scan is cheaper than hashing each string. */
+        UTF8String renamed(UTF8String v) {
+            int n = v.numBytes();
+            for (int i = 0; i < from.length; i++) {
+                if (from[i].numBytes() == n && from[i].equals(v)) return to[i];
+            }
+            return v;
+        }
+    }
+
+    static final class Shape {
+        final Map<String, String> index = new HashMap<>();
+        final List<String> sets = new ArrayList<>();
+        final List<String> paths = new ArrayList<>();
+    }
+
+    static final class KeyPart {
+        int field;
+        String set;
+        int[] kept;  // null: the whole entry
+    }
+
+    static final class Plan {
+        final StructType type;
+        final Perm[] perms;
+        final Shape[] shapes;
+        final Node[] nodes;   // each variable's
+        final KeyPart[] key;  // null: no cheap key
+        final DataType[] keyTypes;  // each key part's, an array
+
+        Plan(StructType type, String json) {
+            this.type = type;
+            JsonNode root;
+            try {
+                root = new ObjectMapper().readTree(json);
+            } catch (java.io.IOException e) {
+                throw new IllegalArgumentException("sse_canonical: the plan is not JSON: " + e.getMessage(), e);
+            }
+            JsonNode ps = root.get("perms");
+            perms = new Perm[ps.size()];
+            for (int i = 0; i < ps.size(); i++) {
+                Perm p = new Perm();
+                for (Iterator<Map.Entry<String, JsonNode>> it = ps.get(i).get("m").fields(); it.hasNext(); ) {
+                    Map.Entry<String, JsonNode> e = it.next();
+                    p.rename.put(UTF8String.fromString(e.getKey()), UTF8String.fromString(e.getValue().asText()));
+                }
+                for (Iterator<Map.Entry<String, JsonNode>> it = ps.get(i).get("pos").fields(); it.hasNext(); ) {
+                    Map.Entry<String, JsonNode> e = it.next();
+                    int[] pos = new int[e.getValue().size()];
+                    for (int k = 0; k < pos.length; k++) pos[k] = e.getValue().get(k).asInt();
+                    p.positions.put(e.getKey(), pos);
+                }
+                p.from = p.rename.keySet().toArray(new UTF8String[0]);
+                p.to = new UTF8String[p.from.length];
+                for (int k = 0; k < p.from.length; k++) p.to[k] = p.rename.get(p.from[k]);
+                perms[i] = p;
+            }
+            JsonNode fs = root.get("fields");
+            shapes = new Shape[fs.size()];
+            for (int i = 0; i < fs.size(); i++) {
+                Shape s = new Shape();
+                for (Iterator<Map.Entry<String, JsonNode>> it = fs.get(i).get("index").fields(); it.hasNext(); ) {
+                    Map.Entry<String, JsonNode> e = it.next();
+                    s.index.put(e.getKey(), e.getValue().asText());
+                    s.paths.add(e.getKey());
+                }
+                for (JsonNode n : fs.get(i).get("sets")) {
+                    s.sets.add(n.asText());
+                    s.paths.add(n.asText());
+                }
+                shapes[i] = s;
+            }
+            StructField[] vars = type.fields();
+            nodes = new Node[vars.length];
+            for (int i = 0; i < vars.length; i++) nodes[i] = new Node(vars[i].dataType(), "", shapes[i]);
+            JsonNode ks = root.get("key");
+            if (ks == null || ks.isNull()) {
+                key = null;
+                keyTypes = null;
+            } else {
+                key = new KeyPart[ks.size()];
+                keyTypes = new DataType[ks.size()];
+                for (int i = 0; i < ks.size(); i++) {
+                    KeyPart k = new KeyPart();
+                    k.field = ks.get(i).get("field").asInt();
+                    k.set = ks.get(i).get("set").asText();
+                    JsonNode kept = ks.get(i).get("kept");
+                    if (kept != null && !kept.isNull()) {
+                        k.kept = new int[kept.size()];
+                        for (int j = 0; j < k.kept.length; j++) k.kept[j] = kept.get(j).asInt();
+                    }
+                    DataType et = ((ArrayType) type.fields()[k.field].dataType()).elementType();
+                    if (k.kept != null) {
+                        StructField[] efs = ((StructType) et).fields();
+                        StructField[] kf = new StructField[k.kept.length];
+                        for (int m = 0; m < kf.length; m++) kf[m] = efs[k.kept[m]];
+                        et = new StructType(kf);
+                    }
+                    keyTypes[i] = new ArrayType(et, true);
+                    key[i] = k;
+                }
+            }
+        }
+    }
+
+    private Plan plan() {
+        Plan p = plan;
+        if (p == null) {
+            p = new Plan((StructType) child.dataType(), planJson);
+            plan = p;
+        }
+        return p;
+    }
+
+    // ---- permuting a value, as symmetry.py's _Permuter writes it in SQL ------------------------------
+
+    /** A value's place in a variable: its type, what a permutation does there, and the places below. */
+    static final class Node {
+        final DataType type;
+        final boolean touchedRenaming, touchedFixed;  // touched by a permutation that renames, or not
+        final String set;     // an array indexed by this symmetric set, or null
+        final boolean sorted; // an array kept sorted
+        final Node elem;      // an array's elements
+        final Node[] fields;  // a struct's fields
+
+        Node(DataType t, String path, Shape shape) {
+            type = t;
+            boolean below = false;
+            for (String p : shape.paths) below |= p.startsWith(path);
+            touchedFixed = below;
+            touchedRenaming = below || hasString(t);
+            set = shape.index.get(path);
+            sorted = shape.sets.contains(path);
+            if (t instanceof ArrayType) {
+                elem = new Node(((ArrayType) t).elementType(), path + "[]", shape);
+                fields = null;
+            } else if (t instanceof StructType) {
+                StructField[] fs = ((StructType) t).fields();
+                fields = new Node[fs.length];
+                for (int i = 0; i < fs.length; i++) fields[i] = new Node(fs[i].dataType(), path + "." + fs[i].name(), shape);
+                elem = null;
+            } else {
+                elem = null;
+                fields = null;
+            }
+        }
+    }
+
+    private static boolean hasString(DataType t) {
+        if (t instanceof StringType) return true;
+        if (t instanceof ArrayType) return hasString(((ArrayType) t).elementType());
+        if (t instanceof StructType) {
+            for (StructField f : ((StructType) t).fields()) if (hasString(f.dataType())) return true;
+        }
+        return false;
+    }
+
+    /** The value at {@code i}, read by its type's own getter: the generic {@code get(i, type)} looks
+     *  the type up in a map each call. */
+    static Object get(SpecializedGetters g, int i, DataType t) {
+        if (g.isNullAt(i)) return null;
+        if (t instanceof StringType) return g.getUTF8String(i);
+        if (t instanceof IntegerType) return g.getInt(i);
+        if (t instanceof StructType) return g.getStruct(i, ((StructType) t).fields().length);
+        if (t instanceof ArrayType) return g.getArray(i);
+        if (t instanceof BooleanType) return g.getBoolean(i);
+        if (t instanceof LongType) return g.getLong(i);
+        if (t instanceof ShortType) return g.getShort(i);
+        if (t instanceof ByteType) return g.getByte(i);
+        return g.get(i, t);
+    }
+
+    private static Object permute(Object v, Node n, Perm perm) {
+        if (v == null || !(perm.renames() ? n.touchedRenaming : n.touchedFixed)) return v;
+        DataType t = n.type;
+        if (t instanceof StringType) return perm.renamed((UTF8String) v);
+        if (t instanceof StructType) {
+            InternalRow r = (InternalRow) v;
+            Object[] out = new Object[n.fields.length];
+            for (int i = 0; i < out.length; i++) out[i] = permute(get(r, i, n.fields[i].type), n.fields[i], perm);
+            return new GenericInternalRow(out);
+        }
+        if (t instanceof ArrayType) {
+            DataType et = n.elem.type;
+            ArrayData a = (ArrayData) v;
+            if (n.set != null) {
+                int[] pos = perm.positions.get(n.set);
+                Object[] out = new Object[pos.length];
+                for (int j = 0; j < pos.length; j++) out[j] = permute(get(a, pos[j], et), n.elem, perm);
+                return new GenericArrayData(out);
+            }
+            Object[] out = new Object[a.numElements()];
+            for (int j = 0; j < out.length; j++) out[j] = permute(get(a, j, et), n.elem, perm);
+            if (n.sorted) Arrays.sort(out, (x, y) -> compare(x, y, et));
+            return new GenericArrayData(out);
+        }
+        return v;
+    }
+
+    // ---- Spark's ordering of the values a state holds -------------------------------------------------
+
+    /** Spark's ascending order, nulls first. */
+    @SuppressWarnings("unchecked")
+    static int compare(Object x, Object y, DataType t) {
+        if (x == null) return y == null ? 0 : -1;
+        if (y == null) return 1;
+        if (t instanceof StructType) {
+            StructField[] fs = ((StructType) t).fields();
+            InternalRow a = (InternalRow) x, b = (InternalRow) y;
+            for (int i = 0; i < fs.length; i++) {
+                int c = compare(get(a, i, fs[i].dataType()), get(b, i, fs[i].dataType()), fs[i].dataType());
+                if (c != 0) return c;
+            }
+            return 0;
+        }
+        if (t instanceof ArrayType) {
+            DataType et = ((ArrayType) t).elementType();
+            ArrayData a = (ArrayData) x, b = (ArrayData) y;
+            int n = Math.min(a.numElements(), b.numElements());
+            for (int i = 0; i < n; i++) {
+                int c = compare(get(a, i, et), get(b, i, et), et);
+                if (c != 0) return c;
+            }
+            return Integer.compare(a.numElements(), b.numElements());
+        }
+        // (binaryCompare: Spark's order of UTF8_BINARY strings; compareTo checks a testing flag each call)
+        if (t instanceof StringType) return Integer.signum(((UTF8String) x).binaryCompare((UTF8String) y));
+        return ((Comparable<Object>) x).compareTo(y);
+    }
+
+    /** Whether {@code compare} orders every value of the type as Spark does. */
+    public static boolean supports(DataType t) {
+        if (t instanceof ArrayType) return supports(((ArrayType) t).elementType());
+        if (t instanceof StructType) {
+            for (StructField f : ((StructType) t).fields()) if (!supports(f.dataType())) return false;
+            return true;
+        }
+        return t instanceof StringType || t instanceof BooleanType || t instanceof ByteType
+            || t instanceof ShortType || t instanceof IntegerType || t instanceof LongType;
+    }
+
+    // ---- the smallest image -------------------------------------------------------------------------
+
+    private static InternalRow key(Plan p, InternalRow state, Perm perm) {
+        Object[] parts = new Object[p.key.length];
+        for (int i = 0; i < parts.length; i++) {
+            KeyPart k = p.key[i];
+            DataType et = ((ArrayType) p.type.fields()[k.field].dataType()).elementType();
+            ArrayData a = state.isNullAt(k.field) ? null : state.getArray(k.field);
+            int[] pos = perm.positions.get(k.set);
+            Object[] out = new Object[pos.length];
+            for (int j = 0; j < pos.length; j++) {
+                Object e = a == null ? null : get(a, pos[j], et);
+                if (k.kept == null) {
+                    out[j] = e;
+                } else {
+                    StructField[] fs = ((StructType) et).fields();
+                    Object[] kept = new Object[k.kept.length];
+                    for (int m = 0; m < kept.length; m++) {
+                        kept[m] = e == null ? null : get((InternalRow) e, k.kept[m], fs[k.kept[m]].dataType());
+                    }
+                    out[j] = new GenericInternalRow(kept);
+                }
+            }
+            parts[i] = new GenericArrayData(out);
+        }
+        return new GenericInternalRow(parts);
+    }
+
+    private static int compareKeys(Plan p, InternalRow a, InternalRow b) {
+        for (int i = 0; i < p.key.length; i++) {
+            int c = compare(a.getArray(i), b.getArray(i), p.keyTypes[i]);
+            if (c != 0) return c;
+        }
+        return 0;
+    }
+
+    /** The smallest image of {@code state} by (cheap key, image); the identity's is the state itself.
+     *  The images are compared a variable at a time, as Spark compares structs, and only the
+     *  permutations still tied are applied to the next variable: most states are settled by their
+     *  first few variables, and the winner's image is assembled from the variables already permuted. */
+    public InternalRow canonical(InternalRow state) {
+        Plan p = plan();
+        int n = p.perms.length;
+        int[] live = new int[n];
+        int m = 0;
+        if (p.key == null) {
+            for (int i = 0; i < n; i++) live[m++] = i;
+        } else {
+            InternalRow[] keys = new InternalRow[n];
+            InternalRow min = null;
+            for (int i = 0; i < n; i++) {
+                keys[i] = key(p, state, p.perms[i]);
+                if (min == null || compareKeys(p, keys[i], min) < 0) min = keys[i];
+            }
+            for (int i = 0; i < n; i++) if (compareKeys(p, keys[i], min) == 0) live[m++] = i;
+        }
+        if (m == 1 && live[0] == 0) return state;
+        StructField[] fs = p.type.fields();
+        Object[][] images = new Object[n][];
+        for (int k = 0; k < m; k++) images[live[k]] = new Object[fs.length];
+        for (int f = 0; f < fs.length; f++) {
+            DataType t = fs[f].dataType();
+            Object own = get(state, f, t);
+            Object best = null;
+            for (int k = 0; k < m; k++) {
+                int i = live[k];
+                Object v = i == 0 ? own : permute(own, p.nodes[f], p.perms[i]);
+                images[i][f] = v;
+                if (m > 1 && (k == 0 || compare(v, best, t) < 0)) best = v;
+            }
+            if (m > 1) {
+                int kept = 0;
+                for (int k = 0; k < m; k++) {
+                    if (compare(images[live[k]][f], best, t) == 0) live[kept++] = live[k];
+                }
+                m = kept;
+            }
+        }
+        // Tied to the end: the images are equal, any one is the smallest.
+        return live[0] == 0 ? state : new GenericInternalRow(images[live[0]]);
+    }
+
+    // ---- the expression -----------------------------------------------------------------------------
+
+    @Override public Object eval(InternalRow input) {
+        Object v = child.eval(input);
+        return v == null ? null : canonical((InternalRow) v);
+    }
+
+    @Override public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
+        ExprCode c = child.genCode(ctx);
+        String self = ctx.addReferenceObj("canonical", this, Canonical.class.getName());
+        String line = "\nfinal InternalRow " + ev.value() + " = " + c.isNull() + " ? null : " + self
+                + ".canonical((InternalRow) " + c.value() + ");\n";
+        Seq<String> parts = CollectionConverters.asScala(java.util.List.of(line)).toList();
+        Seq<JavaCode> inputs = CollectionConverters.asScala(java.util.List.<JavaCode>of()).toList();
+        Block code = c.code().$plus(new CodeBlock(parts, inputs));
+        return ev.copy(code, c.isNull(), ev.value());
+    }
+
+    @Override public Seq<Expression> children() {
+        return CollectionConverters.asScala(java.util.List.of(child)).toList();
+    }
+    @Override public DataType dataType() { return child.dataType(); }
+    @Override public boolean nullable() { return child.nullable(); }
+    @Override public String prettyName() { return "sse_canonical"; }
+    @Override public Expression withNewChildrenInternal(IndexedSeq<Expression> c) { return new Canonical(c.apply(0), planJson); }
+    @Override public int productArity() { return 2; }
+    @Override public Object productElement(int n) {
+        if (n == 0) return child;
+        if (n == 1) return planJson;
+        throw new IndexOutOfBoundsException(String.valueOf(n));
+    }
+    @Override public boolean canEqual(Object that) { return that instanceof Canonical; }
+    @Override public boolean equals(Object o) {
+        return o instanceof Canonical && ((Canonical) o).child.equals(child) && ((Canonical) o).planJson.equals(planJson);
+    }
+    @Override public int hashCode() { return 31 * child.hashCode() + planJson.hashCode(); }
+}
