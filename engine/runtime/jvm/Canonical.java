@@ -78,9 +78,8 @@ public final class Canonical extends Expression implements java.io.Serializable 
     // ---- the plan ---------------------------------------------------------------------------------
 
     static final class Perm {
-        final Map<UTF8String, UTF8String> rename = new HashMap<>();
-        final Map<String, int[]> positions = new HashMap<>();
-        UTF8String[] from = new UTF8String[0], to = new UTF8String[0];
+        UTF8String[] from, to;  // the renaming, without fixed points
+        int[][] pos;            // per symmetric set (its position in the plan), the old position of each new entry
         boolean renames() { return from.length > 0; }
 
         /** A few model values: a scan is cheaper than hashing each string. */
@@ -101,17 +100,16 @@ public final class Canonical extends Expression implements java.io.Serializable 
 
     static final class KeyPart {
         int field;
-        String set;
+        int set;     // the symmetric set's position in the plan
         int[] kept;  // null: the whole entry
     }
 
     static final class Plan {
         final StructType type;
         final Perm[] perms;
-        final Shape[] shapes;
-        final Node[] nodes;   // each variable's
-        final KeyPart[] key;  // null: no cheap key
-        final DataType[] keyTypes;  // each key part's, an array
+        final Node[] nodes;      // each variable's
+        final KeyPart[] key;     // null: no cheap key
+        final Node[] keyNodes;   // each key part's, an array
 
         Plan(StructType type, String json) {
             this.type = type;
@@ -122,26 +120,30 @@ public final class Canonical extends Expression implements java.io.Serializable 
                 throw new IllegalArgumentException("sse_canonical: the plan is not JSON: " + e.getMessage(), e);
             }
             JsonNode ps = root.get("perms");
+            List<String> sets = new ArrayList<>();
+            ps.get(0).get("pos").fieldNames().forEachRemaining(sets::add);
             perms = new Perm[ps.size()];
             for (int i = 0; i < ps.size(); i++) {
                 Perm p = new Perm();
+                List<UTF8String> from = new ArrayList<>(), to = new ArrayList<>();
                 for (Iterator<Map.Entry<String, JsonNode>> it = ps.get(i).get("m").fields(); it.hasNext(); ) {
                     Map.Entry<String, JsonNode> e = it.next();
-                    p.rename.put(UTF8String.fromString(e.getKey()), UTF8String.fromString(e.getValue().asText()));
+                    from.add(UTF8String.fromString(e.getKey()));
+                    to.add(UTF8String.fromString(e.getValue().asText()));
                 }
-                for (Iterator<Map.Entry<String, JsonNode>> it = ps.get(i).get("pos").fields(); it.hasNext(); ) {
-                    Map.Entry<String, JsonNode> e = it.next();
-                    int[] pos = new int[e.getValue().size()];
-                    for (int k = 0; k < pos.length; k++) pos[k] = e.getValue().get(k).asInt();
-                    p.positions.put(e.getKey(), pos);
+                p.from = from.toArray(new UTF8String[0]);
+                p.to = to.toArray(new UTF8String[0]);
+                p.pos = new int[sets.size()][];
+                for (int s = 0; s < sets.size(); s++) {
+                    JsonNode pos = ps.get(i).get("pos").get(sets.get(s));
+                    p.pos[s] = new int[pos.size()];
+                    for (int k = 0; k < pos.size(); k++) p.pos[s][k] = pos.get(k).asInt();
                 }
-                p.from = p.rename.keySet().toArray(new UTF8String[0]);
-                p.to = new UTF8String[p.from.length];
-                for (int k = 0; k < p.from.length; k++) p.to[k] = p.rename.get(p.from[k]);
                 perms[i] = p;
             }
             JsonNode fs = root.get("fields");
-            shapes = new Shape[fs.size()];
+            StructField[] vars = type.fields();
+            nodes = new Node[vars.length];
             for (int i = 0; i < fs.size(); i++) {
                 Shape s = new Shape();
                 for (Iterator<Map.Entry<String, JsonNode>> it = fs.get(i).get("index").fields(); it.hasNext(); ) {
@@ -153,35 +155,32 @@ public final class Canonical extends Expression implements java.io.Serializable 
                     s.sets.add(n.asText());
                     s.paths.add(n.asText());
                 }
-                shapes[i] = s;
+                nodes[i] = new Node(vars[i].dataType(), "", s, sets);
             }
-            StructField[] vars = type.fields();
-            nodes = new Node[vars.length];
-            for (int i = 0; i < vars.length; i++) nodes[i] = new Node(vars[i].dataType(), "", shapes[i]);
             JsonNode ks = root.get("key");
             if (ks == null || ks.isNull()) {
                 key = null;
-                keyTypes = null;
+                keyNodes = null;
             } else {
                 key = new KeyPart[ks.size()];
-                keyTypes = new DataType[ks.size()];
+                keyNodes = new Node[ks.size()];
                 for (int i = 0; i < ks.size(); i++) {
                     KeyPart k = new KeyPart();
                     k.field = ks.get(i).get("field").asInt();
-                    k.set = ks.get(i).get("set").asText();
+                    k.set = sets.indexOf(ks.get(i).get("set").asText());
                     JsonNode kept = ks.get(i).get("kept");
                     if (kept != null && !kept.isNull()) {
                         k.kept = new int[kept.size()];
                         for (int j = 0; j < k.kept.length; j++) k.kept[j] = kept.get(j).asInt();
                     }
-                    DataType et = ((ArrayType) type.fields()[k.field].dataType()).elementType();
+                    DataType et = ((ArrayType) vars[k.field].dataType()).elementType();
                     if (k.kept != null) {
                         StructField[] efs = ((StructType) et).fields();
                         StructField[] kf = new StructField[k.kept.length];
                         for (int m = 0; m < kf.length; m++) kf[m] = efs[k.kept[m]];
                         et = new StructType(kf);
                     }
-                    keyTypes[i] = new ArrayType(et, true);
+                    keyNodes[i] = new Node(new ArrayType(et, true), "", new Shape(), sets);
                     key[i] = k;
                 }
             }
@@ -199,30 +198,48 @@ public final class Canonical extends Expression implements java.io.Serializable 
 
     // ---- permuting a value, as symmetry.py's _Permuter writes it in SQL ------------------------------
 
+    static final int STRING = 0, INT = 1, STRUCT = 2, ARRAY = 3, BOOLEAN = 4, LONG = 5, SHORT = 6, BYTE = 7;
+
+    static int kind(DataType t) {
+        if (t instanceof StringType) return STRING;
+        if (t instanceof IntegerType) return INT;
+        if (t instanceof StructType) return STRUCT;
+        if (t instanceof ArrayType) return ARRAY;
+        if (t instanceof BooleanType) return BOOLEAN;
+        if (t instanceof LongType) return LONG;
+        if (t instanceof ShortType) return SHORT;
+        if (t instanceof ByteType) return BYTE;
+        throw new IllegalArgumentException("sse_canonical does not order " + t.simpleString());
+    }
+
     /** A value's place in a variable: its type, what a permutation does there, and the places below. */
     static final class Node {
-        final DataType type;
+        final int kind;
         final boolean touchedRenaming, touchedFixed;  // touched by a permutation that renames, or not
-        final String set;     // an array indexed by this symmetric set, or null
+        final int set;        // an array indexed by this symmetric set (its position in the plan), or -1
         final boolean sorted; // an array kept sorted
         final Node elem;      // an array's elements
         final Node[] fields;  // a struct's fields
+        final java.util.Comparator<Object> order = (x, y) -> compare(x, y, this);
 
-        Node(DataType t, String path, Shape shape) {
-            type = t;
+        Node(DataType t, String path, Shape shape, List<String> sets) {
+            kind = kind(t);
             boolean below = false;
             for (String p : shape.paths) below |= p.startsWith(path);
             touchedFixed = below;
             touchedRenaming = below || hasString(t);
-            set = shape.index.get(path);
+            String s = shape.index.get(path);
+            set = s == null ? -1 : sets.indexOf(s);
             sorted = shape.sets.contains(path);
             if (t instanceof ArrayType) {
-                elem = new Node(((ArrayType) t).elementType(), path + "[]", shape);
+                elem = new Node(((ArrayType) t).elementType(), path + "[]", shape, sets);
                 fields = null;
             } else if (t instanceof StructType) {
                 StructField[] fs = ((StructType) t).fields();
                 fields = new Node[fs.length];
-                for (int i = 0; i < fs.length; i++) fields[i] = new Node(fs[i].dataType(), path + "." + fs[i].name(), shape);
+                for (int i = 0; i < fs.length; i++) {
+                    fields[i] = new Node(fs[i].dataType(), path + "." + fs[i].name(), shape, sets);
+                }
                 elem = null;
             } else {
                 elem = null;
@@ -242,75 +259,106 @@ public final class Canonical extends Expression implements java.io.Serializable 
 
     /** The value at {@code i}, read by its type's own getter: the generic {@code get(i, type)} looks
      *  the type up in a map each call. */
-    static Object get(SpecializedGetters g, int i, DataType t) {
+    static Object get(SpecializedGetters g, int i, Node n) {
+        if (g instanceof GenericInternalRow) return ((GenericInternalRow) g).values()[i];
+        if (g instanceof GenericArrayData) return ((GenericArrayData) g).array()[i];
         if (g.isNullAt(i)) return null;
-        if (t instanceof StringType) return g.getUTF8String(i);
-        if (t instanceof IntegerType) return g.getInt(i);
-        if (t instanceof StructType) return g.getStruct(i, ((StructType) t).fields().length);
-        if (t instanceof ArrayType) return g.getArray(i);
-        if (t instanceof BooleanType) return g.getBoolean(i);
-        if (t instanceof LongType) return g.getLong(i);
-        if (t instanceof ShortType) return g.getShort(i);
-        if (t instanceof ByteType) return g.getByte(i);
-        return g.get(i, t);
+        switch (n.kind) {
+            case STRING: return g.getUTF8String(i);
+            case INT: return g.getInt(i);
+            case STRUCT: return g.getStruct(i, n.fields.length);
+            case ARRAY: return g.getArray(i);
+            case BOOLEAN: return g.getBoolean(i);
+            case LONG: return g.getLong(i);
+            case SHORT: return g.getShort(i);
+            default: return g.getByte(i);
+        }
+    }
+
+    /** The value as Java objects (structs and arrays as generic rows and arrays), read from Spark's
+     *  binary row once: each permutation reads it again, and a read of a nested value from the
+     *  binary row makes a new view object each time. */
+    static Object decode(Object v, Node n) {
+        if (v == null) return null;
+        switch (n.kind) {
+            case STRUCT: {
+                InternalRow r = (InternalRow) v;
+                Object[] out = new Object[n.fields.length];
+                for (int i = 0; i < out.length; i++) out[i] = decode(get(r, i, n.fields[i]), n.fields[i]);
+                return new GenericInternalRow(out);
+            }
+            case ARRAY: {
+                ArrayData a = (ArrayData) v;
+                Object[] out = new Object[a.numElements()];
+                for (int j = 0; j < out.length; j++) out[j] = decode(get(a, j, n.elem), n.elem);
+                return new GenericArrayData(out);
+            }
+            default:
+                return v;
+        }
     }
 
     private static Object permute(Object v, Node n, Perm perm) {
         if (v == null || !(perm.renames() ? n.touchedRenaming : n.touchedFixed)) return v;
-        DataType t = n.type;
-        if (t instanceof StringType) return perm.renamed((UTF8String) v);
-        if (t instanceof StructType) {
-            InternalRow r = (InternalRow) v;
-            Object[] out = new Object[n.fields.length];
-            for (int i = 0; i < out.length; i++) out[i] = permute(get(r, i, n.fields[i].type), n.fields[i], perm);
-            return new GenericInternalRow(out);
-        }
-        if (t instanceof ArrayType) {
-            DataType et = n.elem.type;
-            ArrayData a = (ArrayData) v;
-            if (n.set != null) {
-                int[] pos = perm.positions.get(n.set);
-                Object[] out = new Object[pos.length];
-                for (int j = 0; j < pos.length; j++) out[j] = permute(get(a, pos[j], et), n.elem, perm);
+        switch (n.kind) {
+            case STRING:
+                return perm.renamed((UTF8String) v);
+            case STRUCT: {
+                InternalRow r = (InternalRow) v;
+                Object[] out = new Object[n.fields.length];
+                for (int i = 0; i < out.length; i++) out[i] = permute(get(r, i, n.fields[i]), n.fields[i], perm);
+                return new GenericInternalRow(out);
+            }
+            case ARRAY: {
+                ArrayData a = (ArrayData) v;
+                if (n.set >= 0) {
+                    int[] pos = perm.pos[n.set];
+                    Object[] out = new Object[pos.length];
+                    for (int j = 0; j < pos.length; j++) out[j] = permute(get(a, pos[j], n.elem), n.elem, perm);
+                    return new GenericArrayData(out);
+                }
+                Object[] out = new Object[a.numElements()];
+                for (int j = 0; j < out.length; j++) out[j] = permute(get(a, j, n.elem), n.elem, perm);
+                if (n.sorted) Arrays.sort(out, n.elem.order);
                 return new GenericArrayData(out);
             }
-            Object[] out = new Object[a.numElements()];
-            for (int j = 0; j < out.length; j++) out[j] = permute(get(a, j, et), n.elem, perm);
-            if (n.sorted) Arrays.sort(out, (x, y) -> compare(x, y, et));
-            return new GenericArrayData(out);
+            default:
+                return v;
         }
-        return v;
     }
 
     // ---- Spark's ordering of the values a state holds -------------------------------------------------
 
     /** Spark's ascending order, nulls first. */
-    @SuppressWarnings("unchecked")
-    static int compare(Object x, Object y, DataType t) {
+    static int compare(Object x, Object y, Node n) {
         if (x == null) return y == null ? 0 : -1;
         if (y == null) return 1;
-        if (t instanceof StructType) {
-            StructField[] fs = ((StructType) t).fields();
-            InternalRow a = (InternalRow) x, b = (InternalRow) y;
-            for (int i = 0; i < fs.length; i++) {
-                int c = compare(get(a, i, fs[i].dataType()), get(b, i, fs[i].dataType()), fs[i].dataType());
-                if (c != 0) return c;
+        switch (n.kind) {
+            case STRUCT: {
+                InternalRow a = (InternalRow) x, b = (InternalRow) y;
+                for (int i = 0; i < n.fields.length; i++) {
+                    int c = compare(get(a, i, n.fields[i]), get(b, i, n.fields[i]), n.fields[i]);
+                    if (c != 0) return c;
+                }
+                return 0;
             }
-            return 0;
-        }
-        if (t instanceof ArrayType) {
-            DataType et = ((ArrayType) t).elementType();
-            ArrayData a = (ArrayData) x, b = (ArrayData) y;
-            int n = Math.min(a.numElements(), b.numElements());
-            for (int i = 0; i < n; i++) {
-                int c = compare(get(a, i, et), get(b, i, et), et);
-                if (c != 0) return c;
+            case ARRAY: {
+                ArrayData a = (ArrayData) x, b = (ArrayData) y;
+                int len = Math.min(a.numElements(), b.numElements());
+                for (int i = 0; i < len; i++) {
+                    int c = compare(get(a, i, n.elem), get(b, i, n.elem), n.elem);
+                    if (c != 0) return c;
+                }
+                return Integer.compare(a.numElements(), b.numElements());
             }
-            return Integer.compare(a.numElements(), b.numElements());
+            // (binaryCompare: Spark's order of UTF8_BINARY strings; compareTo checks a testing flag each call)
+            case STRING: return Integer.signum(((UTF8String) x).binaryCompare((UTF8String) y));
+            case INT: return Integer.compare((Integer) x, (Integer) y);
+            case BOOLEAN: return Boolean.compare((Boolean) x, (Boolean) y);
+            case LONG: return Long.compare((Long) x, (Long) y);
+            case SHORT: return Short.compare((Short) x, (Short) y);
+            default: return Byte.compare((Byte) x, (Byte) y);
         }
-        // (binaryCompare: Spark's order of UTF8_BINARY strings; compareTo checks a testing flag each call)
-        if (t instanceof StringType) return Integer.signum(((UTF8String) x).binaryCompare((UTF8String) y));
-        return ((Comparable<Object>) x).compareTo(y);
     }
 
     /** Whether {@code compare} orders every value of the type as Spark does. */
@@ -326,23 +374,22 @@ public final class Canonical extends Expression implements java.io.Serializable 
 
     // ---- the smallest image -------------------------------------------------------------------------
 
-    private static InternalRow key(Plan p, InternalRow state, Perm perm) {
+    private static InternalRow key(Plan p, Object[] decoded, Perm perm) {
         Object[] parts = new Object[p.key.length];
         for (int i = 0; i < parts.length; i++) {
             KeyPart k = p.key[i];
-            DataType et = ((ArrayType) p.type.fields()[k.field].dataType()).elementType();
-            ArrayData a = state.isNullAt(k.field) ? null : state.getArray(k.field);
-            int[] pos = perm.positions.get(k.set);
+            Node en = p.nodes[k.field].elem;
+            ArrayData a = (ArrayData) decoded[k.field];
+            int[] pos = perm.pos[k.set];
             Object[] out = new Object[pos.length];
             for (int j = 0; j < pos.length; j++) {
-                Object e = a == null ? null : get(a, pos[j], et);
+                Object e = a == null ? null : get(a, pos[j], en);
                 if (k.kept == null) {
                     out[j] = e;
                 } else {
-                    StructField[] fs = ((StructType) et).fields();
                     Object[] kept = new Object[k.kept.length];
                     for (int m = 0; m < kept.length; m++) {
-                        kept[m] = e == null ? null : get((InternalRow) e, k.kept[m], fs[k.kept[m]].dataType());
+                        kept[m] = e == null ? null : get((InternalRow) e, k.kept[m], en.fields[k.kept[m]]);
                     }
                     out[j] = new GenericInternalRow(kept);
                 }
@@ -354,7 +401,7 @@ public final class Canonical extends Expression implements java.io.Serializable 
 
     private static int compareKeys(Plan p, InternalRow a, InternalRow b) {
         for (int i = 0; i < p.key.length; i++) {
-            int c = compare(a.getArray(i), b.getArray(i), p.keyTypes[i]);
+            int c = compare(a.getArray(i), b.getArray(i), p.keyNodes[i]);
             if (c != 0) return c;
         }
         return 0;
@@ -369,24 +416,33 @@ public final class Canonical extends Expression implements java.io.Serializable 
         int n = p.perms.length;
         int[] live = new int[n];
         int m = 0;
+        StructField[] fs = p.type.fields();
+        Object[] decoded = new Object[fs.length];
+        boolean[] isDecoded = new boolean[fs.length];
         if (p.key == null) {
             for (int i = 0; i < n; i++) live[m++] = i;
         } else {
+            for (KeyPart k : p.key) {
+                if (!isDecoded[k.field]) {
+                    decoded[k.field] = decode(get(state, k.field, p.nodes[k.field]), p.nodes[k.field]);
+                    isDecoded[k.field] = true;
+                }
+            }
             InternalRow[] keys = new InternalRow[n];
             InternalRow min = null;
             for (int i = 0; i < n; i++) {
-                keys[i] = key(p, state, p.perms[i]);
+                keys[i] = key(p, decoded, p.perms[i]);
                 if (min == null || compareKeys(p, keys[i], min) < 0) min = keys[i];
             }
             for (int i = 0; i < n; i++) if (compareKeys(p, keys[i], min) == 0) live[m++] = i;
         }
         if (m == 1 && live[0] == 0) return state;
-        StructField[] fs = p.type.fields();
         Object[][] images = new Object[n][];
         for (int k = 0; k < m; k++) images[live[k]] = new Object[fs.length];
         for (int f = 0; f < fs.length; f++) {
-            DataType t = fs[f].dataType();
-            Object own = get(state, f, t);
+            Node t = p.nodes[f];
+            // (one permutation left: read once anyway)
+            Object own = isDecoded[f] ? decoded[f] : m == 1 ? get(state, f, t) : decode(get(state, f, t), t);
             Object best = null;
             for (int k = 0; k < m; k++) {
                 int i = live[k];
