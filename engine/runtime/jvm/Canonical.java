@@ -48,7 +48,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * strings renamed, a function's entries moved, a set sorted again. The images are ordered by
  * (cheap key, image) as Spark orders structs (ascending, nulls first; arrays element by element,
  * then by length; strings by their bytes) and the smallest is returned. Types beyond booleans,
- * integers, strings, arrays and structs are refused where the plan is made (the SQL runs instead).
+ * integers, strings, arrays and structs are refused where the plan is made (symmetry.py's
+ * {@code helper_supports}: the SQL runs instead).
  */
 public final class Canonical extends Expression implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
@@ -359,17 +360,6 @@ public final class Canonical extends Expression implements java.io.Serializable 
             case SHORT: return Short.compare((Short) x, (Short) y);
             default: return Byte.compare((Byte) x, (Byte) y);
         }
-    }
-
-    /** Whether {@code compare} orders every value of the type as Spark does. */
-    public static boolean supports(DataType t) {
-        if (t instanceof ArrayType) return supports(((ArrayType) t).elementType());
-        if (t instanceof StructType) {
-            for (StructField f : ((StructType) t).fields()) if (!supports(f.dataType())) return false;
-            return true;
-        }
-        return t instanceof StringType || t instanceof BooleanType || t instanceof ByteType
-            || t instanceof ShortType || t instanceof IntegerType || t instanceof LongType;
     }
 
     // ---- the smallest image -------------------------------------------------------------------------
