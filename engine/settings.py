@@ -136,7 +136,8 @@ class Settings:
     spread_skew: float = _setting(0.05, "new states stay in the partitions they were found in while the largest "
                                   "holds at most this much more than an equal share", group="search")
     hold_spark: bool = _setting(True, "Spark levels run the actions' union planned once per run (the JVM helper "
-                                "SwitchRows)", group="search")
+                                "SwitchRows); not under symmetry, whose Spark levels plan it each level",
+                                group="search")
     shared_leaf: bool = _setting(True, "small and Spark levels run the same planned union, so its code is "
                                  "generated and compiled once", group="search")
     fixed_plan: bool = _setting(True, "small levels run the actions' union planned once per run, not planned again "
