@@ -286,7 +286,7 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         levels = DeltaTable(out.tables["levels"]).to_pyarrow_table().to_pylist()
         written = dir_bytes(wh / spec.model.name / spec.run_id)
         canon = (canonical_cost(spark, spec, wh / spec.model.name / spec.run_id, settings)
-                 if spec.symmetry and canonical else dict.fromkeys(("canon_states", "plain_fp_us", "canonical_fp_us")))
+                 if spec.symmetry and canonical else dict.fromkeys(CANON_KEYS))
     small_levels = [r["seconds"] for r in levels if r["generated"] < small] or [float("nan")]
     every = [r["seconds"] for r in levels] or [float("nan")]
     return {
@@ -310,6 +310,11 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
         "memory": memory_tenths(samples, levels, t0, search), "samples": samples,
         **canon,
     }
+
+
+# Every row has each of canonical_cost's figures (None where not measured): the recorded table takes
+# its columns from the first row.
+CANON_KEYS = ("canon_states", "plain_fp_us", "canonical_fp_us", "canonical_jvm_fp_us")
 
 
 def canonical_cost(spark, spec, run_root: Path, settings: Settings, rounds: int = 2) -> dict:
@@ -339,7 +344,7 @@ def canonical_cost(spark, spec, run_root: Path, settings: Settings, rounds: int 
         variants["canonical_jvm"] = canonical_fingerprint_stages(
             schema, spec.model.symmetry_shapes, {s: spec.constants[s] for s in spec.model.symmetry},
             using=using, helper=True)
-    out = {"canon_states": n}
+    out = {**dict.fromkeys(CANON_KEYS), "canon_states": n}
     for name, stages in variants.items():
         df = states
         for stage in stages:

@@ -124,8 +124,8 @@ class AcceleratedSearch:
         # share an orbit), and only the survivors are canonicalized: exact repeats are common, and
         # cheaper to drop by the plain fingerprint. A terminal finding compares every successor's orbit with
         # its parent's, so a model with one canonicalizes them all.
-        # With the JVM helper, an orbit costs about what a repeat's plain fingerprint does: every
-        # successor is canonicalized in the actions' job, as without symmetry.
+        # With the JVM helper every successor is canonicalized in the actions' job, as without
+        # symmetry: cheaper than the second pass (a checkpoint and a job) that de-duplicating first takes.
         self.dedupe_raw_first = spec.symmetry and not cm.terminal_exprs and not self.canonical_helper
         cons = [cm.constraint_exprs[c] for c in spec.constraints]
         self.in_model_expr = " AND ".join(cons) if cons else "true"
@@ -183,8 +183,7 @@ class AcceleratedSearch:
         # Under symmetry Spark levels plan their union each level: bk_master_3b_sym's first Spark level
         # after a resumed one failed in its held plan (a coalesced RDD whose lineage a checkpoint had
         # cleared, read through SwitchRows), a failure not yet understood.
-        self.hold_spark = (self.settings.hold_spark and fixed_plan and not self.dedupe_raw_first
-                           and not spec.symmetry and switch)
+        self.hold_spark = self.settings.hold_spark and fixed_plan and not spec.symmetry and switch
         self.full_row_bytes: float | None = None  # a new state's bytes as Arrow, none blanked
         # The last level's write, validation and commit, running while the next level's actions run.
         self._persisting: Future | None = None

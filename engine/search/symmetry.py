@@ -290,7 +290,8 @@ def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryS
     text) in the fingerprint scheme ``using``. Up to ``literal_permutations`` permutations (4! or
     3! x 2!) each is spelt out with literals (see ``_LiteralPermuter``); beyond, one lambda over the
     permutations' array keeps the SQL (and the code Spark generates) from growing with them, and
-    picks the same image."""
+    picks the same image. ``helper``: the image is the JVM helper ``sse_canonical``'s (the
+    accelerator's, where it is loaded: ``helper_supports``), the same one again."""
     fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], prefix="_q.", using=using)
     hashed = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
     own = ", ".join(f"'{f.name}', `{f.name}`" for f in schema.fields)
