@@ -108,6 +108,10 @@ class Settings:
     narrow_on_driver: int = _setting(4_000_000, "a Spark level with at most this many successors has its narrow "
                                      "columns (fingerprint, order key, row id) de-duplicated and anti-joined on the "
                                      "driver; above, in Spark", group="search")
+    slice_successors: int = _setting(16_000_000, "a Spark level expected to generate more successors than this "
+                                     "is expanded in slices of its frontier (ranges of _ord, in order), each with "
+                                     "about this many: the level's disk peak is a slice's, and its figures and "
+                                     "order are those of the whole level (0: never sliced)", group="search")
     driver_seen_max: int = _setting(4_000_000, "the driver keeps the seen fingerprints (16 bytes each) while the "
                                     "run has fewer than this many states; beyond, the anti-join runs in Spark",
                                     group="search")

@@ -8,6 +8,9 @@ says so: the figures are the same either way.
 """
 from __future__ import annotations
 
+import functools
+import gc
+import shutil
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -33,13 +37,14 @@ from engine.accel.seen_filter import PATH, SEEN, SeenFilter
 from engine.accel.spark import checkpoint, persistent_rdd_ids, unpersist_rdds
 from engine.model.loader import RunSpec
 from engine.runtime.session import _CODEGEN_CONFS, FACTORY_MODE, interpreted
+from engine.search.commit import dense
 from engine.search.control import cancelled
 from engine.search.encoding import fingerprint_sql
 from engine.search.expand import CompiledModel
 from engine.search.invariants import InvariantSuite, guarded
 from engine.search.symmetry import canonical_fingerprint_stages, check_paths
 from engine.settings import Settings
-from engine.store.runs import LevelFigures, RunStore
+from engine.store.runs import LevelFigures, RunStore, largest_fanout
 
 __all__ = ["AcceleratedSearch"]
 
@@ -267,9 +272,12 @@ class AcceleratedSearch:
             if seed is None or seed.count != n_seen or not self.index.add_pairs(seed.tables()):
                 self.index.add(self.seen(seen_depth), n_seen)
 
-    def new_states(self, succ: DataFrame, depth: int, anti_join: bool, n_seen: int = 0, n_gen: int = 0) -> DataFrame:
+    def new_states(self, succ: DataFrame, depth: int, anti_join: bool, n_seen: int = 0, n_gen: int = 0,
+                   also_seen: DataFrame | None = None, ord_base: int = 0) -> DataFrame:
         """The new states of level ``depth``, one per fingerprint (the first in TLC's order),
-        numbered in that order (``_ord``), with their constraint and invariant columns, checkpointed.
+        numbered in that order (``_ord``, from ``ord_base``), with their constraint and invariant
+        columns, checkpointed. ``also_seen``: fingerprints that are not new either (a sliced level's
+        earlier slices).
 
         ``succ`` is the level's successors with ``_fp``, ``_fp2``, ``_key`` and a row id ``_i``,
         checkpointed. Only its narrow columns are shuffled: the first row per fingerprint, the
@@ -285,7 +293,8 @@ class AcceleratedSearch:
             picked = self._by_row_id(rows, checkpoint(firsts.select("_i")), "left_semi")
             rows = checkpoint(self._with_stages(picked.drop("_fp", "_fp2"), self.fp_stages))
             firsts = self.first_keys(rows)
-        if anti_join and n_seen < self.settings.driver_seen_max and n_gen <= self.settings.narrow_on_driver:
+        if (anti_join and also_seen is None and n_seen < self.settings.driver_seen_max
+                and n_gen <= self.settings.narrow_on_driver):
             # The first row per state, the anti-join and TLC's order on the driver, as for a small
             # level: the keys are 32 bytes a successor (no shuffle of them), the seen fingerprints the
             # driver's copy (where Spark's index merges past every seen state).
@@ -301,7 +310,7 @@ class AcceleratedSearch:
             # The depth is a column of the picked rows, not a literal: Spark writes an integer literal
             # into the generated code, so each level's fetch would compile two classes of its own (Janino
             # on the driver, then both JIT compilers again).
-            picked = {"_i": new["_i"], "_ord": arrow_level.positions(new.num_rows),
+            picked = {"_i": new["_i"], "_ord": pc.add(arrow_level.positions(new.num_rows), ord_base),
                       "_depth": pa.array(np.full(new.num_rows, depth, dtype=np.int32))}
             if repeats:
                 picked["_i"] = every["_i"].take(SeenFilter.holders(every, new))
@@ -311,11 +320,14 @@ class AcceleratedSearch:
             n_picked = new.num_rows
             self.timer.mark("unseen")
         else:
-            new = checkpoint(self.unseen(firsts, depth - 1, n_seen) if anti_join else firsts)
+            new = self.unseen(firsts, depth - 1, n_seen) if anti_join else firsts
+            if also_seen is not None:
+                new = new.join(also_seen, ["_fp", "_fp2"], "left_anti")
+            new = checkpoint(new)
             self.timer.mark("unseen")
-            order = checkpoint(new.orderBy("_key", "_fp", "_fp2")
-                               .select("_i", F.monotonically_increasing_id().alias("_ord"),
-                                       F.lit(depth).cast("int").alias("_depth")))
+            order = dense(checkpoint(new.orderBy("_key", "_fp", "_fp2")
+                                     .select("_i", F.monotonically_increasing_id().alias("_ord"),
+                                             F.lit(depth).cast("int").alias("_depth"))), "_ord", "_ord", ord_base)
             n_picked = order.count()
             if SEEN in rows.columns:
                 # Repeats within the level blanked: the path columns of the first row in TLC's order,
@@ -504,6 +516,9 @@ class AcceleratedSearch:
     def _spark_level(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int,
                      t0: float) -> dict | None:
         """A level whose successors stay in Spark, from the actions to the written Parquet files."""
+        slices = self._slices(n_frontier)
+        if slices > 1:
+            return self._sliced_level(depth, n_frontier, slices, distinct_total, generated_total, t0)
         # The frontier is a checkpoint, read by each action's branch as one node (re-planning the union of
         # every action for each job would cost the driver time every level): the new states the level
         # before kept checkpointed when Spark finished it, or its stored files read back and checkpointed.
@@ -537,6 +552,121 @@ class AcceleratedSearch:
         else:
             frontier = read_back = checkpoint(self._frontier(depth))
         self.timer.mark("frontier")
+        succ, n_gen, per_action, deadlocked = self._expanded(depth, frontier, fingerprinted, n_frontier)
+        cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total, n_gen=n_gen)
+        self.timer.mark("fetch")
+        self._settle()  # (the level before written and committed before this one is recorded)
+        finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
+                                     per_action)
+        if read_back is not None:
+            read_back.unpersist()
+        return finding
+
+    def _slices(self, n_frontier: int) -> int:
+        """How many slices level ``n_frontier``'s expansion takes (settings.slice_successors)."""
+        most = self.settings.slice_successors
+        return max(1, -(-int(n_frontier * self._fanout()) // most)) if most > 0 else 1
+
+    def _sliced_level(self, depth: int, n_frontier: int, slices: int, distinct_total: int,
+                      generated_total: int, t0: float) -> dict | None:
+        """A level too large to hold its successors at once (settings.slice_successors), expanded in
+        ``slices`` slices of its frontier, each a range of ``_ord``, in order. The successors' order key
+        begins with the parent's ``_ord``, so every successor of a slice comes before those of the
+        next in TLC's order: a state's first path is in the first slice that meets it, and a slice's
+        new states are those not stored and not new in an earlier slice (``new_states``'s
+        ``also_seen``). Numbered on from the slices before, the level's states, counts and order are
+        those of the level expanded whole; only a slice's successors are on disk at a time (the
+        level's disk peak is a slice's), and each slice's new states are written to the level's
+        folder as it ends. The level is committed once, after its last slice: a run killed within
+        it computes the whole level again. A violation or deadlock ends the level at its slice, with
+        the figures of the slices through it."""
+        self._settle()  # (the level before committed: each slice writes into this level's folder)
+        if self.kept is not None and self.kept[0] == depth:
+            source = self.kept[1].where("_in_model").select(*self.table_cols)
+        else:
+            source = self.read_level(depth)
+        # The frontier split by ``_ord`` once, into a folder per slice (one pass over the level), so
+        # that each slice reads its own states only.
+        bounds = sorted(set(source.approxQuantile("_ord", [i / slices for i in range(1, slices)], 0.001)))
+        which = F.lit(0)
+        for i, b in enumerate(bounds):
+            which = F.when(F.col("_ord") >= F.lit(int(b)), F.lit(i + 1)).otherwise(which)
+        split = self.store.root / "_frontier" / f"slices-{depth:06d}"
+        shutil.rmtree(split, ignore_errors=True)
+        source.withColumn("_slice", which).write.partitionBy("_slice").parquet(str(split))
+        if self.kept is not None:
+            self.kept[1].unpersist()  # (the level before's states: in the split folder now)
+            self.kept = None
+        level_dir = self.store.level_dir(depth + 1)
+        shutil.rmtree(level_dir, ignore_errors=True)  # (an earlier attempt's files, never committed)
+        self.timer.note(f"slices={len(bounds) + 1}")
+        self.timer.mark("split")
+        n_gen = n_new = n_out = numbered = 0
+        per_action = dict.fromkeys(self.cm.action_names, 0)
+        earlier: list[DataFrame] = []  # each slice's new states' fingerprints, checkpointed
+        violation = deadlocked = None
+        try:
+            for i in range(len(bounds) + 1):
+                files = sorted(str(f) for f in (split / f"_slice={i}").glob("*.parquet"))
+                n_part = sum(pq.read_metadata(f).num_rows for f in files)
+                if n_part == 0:
+                    continue
+                before = persistent_rdd_ids(self.spark)
+                rows = self.spark.read.schema(self.store.spark_schema).parquet(*files)
+                frontier = checkpoint(self._as_frontier(rows).repartition(self._frontier_parts(n_part), "_ord"))
+                self.timer.mark("frontier")
+                succ, n_got, got, deadlocked = self._expanded(depth, frontier, None, n_part)
+                n_gen += n_got
+                for a, n in got.items():
+                    per_action[a] += n
+                also = earlier[0] if len(earlier) == 1 else (
+                    functools.reduce(DataFrame.unionAll, earlier) if earlier else None)
+                cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total, n_gen=n_got,
+                                       also_seen=also, ord_base=numbered)
+                self.timer.mark("fetch")
+                counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"), F.count_if(~F.col("_in_model")).alias("o"),
+                                  F.max("_ord").alias("last"),
+                                  F.count_if(F.col(SEEN) if SEEN in cand.columns else F.lit(False)).alias("s")
+                                  ).collect()[0]
+                if counts["s"]:
+                    raise SeenFilter.out_of_step()
+                n_new += int(counts["i"])
+                n_out += int(counts["o"])
+                if counts["last"] is not None:
+                    numbered = int(counts["last"]) + 1
+                self.timer.mark("dedupe")
+                report = self.suite.validate(cand)
+                self.timer.mark("gx")
+                violation = self.first_violation(cand, report.failed) if not report.success else None
+                if self._deadlock_first(deadlocked, violation):
+                    return self._deadlock(deadlocked, depth, distinct_total, generated_total + n_gen)
+                if int(counts["i"]):
+                    (cand.where("_in_model").select(*self.table_cols)
+                     .write.mode("append").parquet(str(level_dir)))
+                self.timer.mark("write")
+                print(f"engine: depth {depth + 1}, slice {i + 1} of {len(bounds) + 1}: {n_part:,} parents, "
+                      f"{n_got:,} generated, {int(counts['i']):,} new ({time.time() - t0:.1f} s into the level)",
+                      file=sys.stderr, flush=True)
+                if violation is not None:
+                    break
+                fps = checkpoint(cand.select("_fp", "_fp2"))
+                earlier.append(fps)
+                keep = before | {_checkpoint_rdd_id(fps)}
+                del rows, frontier, succ, cand
+                unpersist_rdds(self.spark, persistent_rdd_ids(self.spark) - keep)
+                _collect_garbage(self.spark)  # (the slice's shuffle files go with their RDDs)
+        finally:
+            shutil.rmtree(split, ignore_errors=True)
+        # (The next level reads this one back from its files: ``kept`` is None.)
+        return self._record_level(depth + 1, n_gen, n_new, n_out, distinct_total, generated_total, t0, violation,
+                                  per_action, None)
+
+    def _expanded(self, depth: int, frontier: DataFrame, fingerprinted: DataFrame | None,
+                  n_frontier: int) -> tuple[DataFrame, int, dict[str, int], dict | None]:
+        """The successors of ``frontier`` (``n_frontier`` states of level ``depth``; ``fingerprinted``:
+        already planned by a held plan) checkpointed and numbered (``with_row_ids``), their count and
+        count per action, and the first state of ``frontier`` without a successor (deadlock checked).
+        Terminal findings among ``frontier`` are counted."""
         if fingerprinted is None:
             fingerprinted, _ = self._spark_successors(
                 self.cm.successors(self.spark, frontier.drop("_ord", "_fp", "_fp2")), n_frontier)
@@ -584,14 +714,7 @@ class AcceleratedSearch:
             first = (frontier.join(enabled, on="_ord", how="left_anti")
                      .orderBy("_ord").limit(1).select("_fp", "_fp2").collect()[0])
             deadlocked = self._find_state(depth, first["_fp"], first["_fp2"])
-        cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total, n_gen=n_gen)
-        self.timer.mark("fetch")
-        self._settle()  # (the level before written and committed before this one is recorded)
-        finding = self._finish_level(cand, depth + 1, n_gen, distinct_total, generated_total, t0, deadlocked,
-                                     per_action)
-        if read_back is not None:
-            read_back.unpersist()
-        return finding
+        return succ, n_gen, per_action, deadlocked
 
     def _spark_successors(self, successors: DataFrame, n_frontier: int | None = None) -> tuple[DataFrame, bool]:
         """A Spark level's ``successors`` (the actions' union), fingerprinted, and blanked where the
@@ -842,6 +965,10 @@ class AcceleratedSearch:
         return n_frontier * self._fanout() * (self.row_bytes or 1024) <= bound
 
     def _fanout(self) -> float:
+        """The largest successors-per-state ratio met: by this process, else (a resumed run) over the
+        stored levels, else one successor an action."""
+        if self.fanout is None:
+            self.fanout = largest_fanout(self._figs)
         return self.fanout if self.fanout is not None else len(self.cm.action_names)
 
     def _annotate_arrow(self, states: pa.Table) -> pa.Table:
@@ -876,9 +1003,10 @@ class AcceleratedSearch:
         if self.seen_fps is not None and not self.index.fragments:
             self.index_seed = self.seen_fps
         self.seen_fps = None
-        if self.seen_filter.on:
-            self.seen_filter.stop()
-            # Successors are no longer blanked: a level's rows take their whole size again.
+        if self.seen_filter.stored:
+            self.seen_filter.forget_stored()
+            # Successors of stored states are no longer blanked: a level's rows take (up to) their
+            # whole size again.
             self.row_bytes = max(self.row_bytes or 0.0, self.full_row_bytes or 0.0) or None
 
     def _unseen_arrow(self, states: pa.Table, depth: int, n_seen: int) -> pa.Table:
@@ -1267,6 +1395,17 @@ def balanced(made: DataFrame, parts: int) -> DataFrame:
 def _partitions(df: DataFrame) -> int:
     """The partitions of a DataFrame whose plan is an RDD (a checkpoint, ``rows_frame``)."""
     return int(df._jdf.queryExecution().analyzed().rdd().getNumPartitions())
+
+
+def _collect_garbage(spark: SparkSession) -> None:
+    """Collect the driver's garbage, Python's and then the JVM's: Spark deletes a shuffle's files once
+    the JVM has collected its RDDs (its context cleaner), which a level that takes an hour would
+    otherwise leave to the cleaner's own half-hourly collection."""
+    gc.collect()  # (Python's DataFrames hold their JVM objects)
+    try:
+        spark._jvm.System.gc()
+    except Py4JError:
+        pass
 
 
 def _checkpoint_rdd_id(df: DataFrame) -> int | None:

@@ -20,9 +20,11 @@ TLC's order and its state columns from the row that kept them (``holders``, ``wi
 driver opens the level before each job (``open_level``). With the setting ``level_filter`` off,
 only the stored states are blanked.
 
-Off (the columns pass through) on a cluster (its executors are other JVMs), without the engine's
-JVM functions, above ``driver_seen_max`` stored states (the driver's memory stays
-flat), and with the setting ``seen_filter`` off.
+Above ``driver_seen_max`` stored states the driver lets the stored fingerprints go (its memory stays
+flat) and only repeats within a level are blanked (``forget_stored``): a level's set is its own
+fingerprints, at most a sliced level's share (settings.slice_successors). Off (the columns pass
+through) on a cluster (its executors are other JVMs), without the engine's JVM functions, and with
+the setting ``seen_filter`` off.
 """
 from __future__ import annotations
 
@@ -84,6 +86,7 @@ class SeenFilter:
                                                 "off, every successor sent to the driver whole"))
         self.count = 0  # fingerprints in the JVM's set
         self.repeats = self.on and settings.level_filter
+        self.stored = self.on  # the stored states' fingerprints are added (until ``forget_stored``)
         self._class = self._add_bytes = self._level = None
 
     def _jvm(self):
@@ -94,7 +97,7 @@ class SeenFilter:
 
     def add(self, fps: pa.Table) -> None:
         """Add the fingerprints ``fps`` (columns ``_fp``, ``_fp2``) to the JVM's set."""
-        if not self.on or fps.num_rows == 0:
+        if not self.on or not self.stored or fps.num_rows == 0:
             return
         if fps.num_rows <= self.settings.seen_filter_call_max:  # a small level's: in the call itself
             if self._add_bytes is None:
@@ -111,6 +114,20 @@ class SeenFilter:
                 self._level = self._jvm().level
             self._level(self.name, True)
 
+    def forget_stored(self) -> None:
+        """Forget the stored fingerprints (the driver no longer keeps them: settings.driver_seen_max), and
+        keep blanking repeats within a level where ``repeats``: a level's set holds only its own
+        fingerprints, and a large level's successors are mostly repeats of each other."""
+        if not self.repeats:
+            self.stop()
+            return
+        self.stored = False
+        self.count = 0
+        try:
+            self._jvm().forgetStored(self.name)
+        except Exception:  # the session may be gone
+            pass
+
     def stop(self) -> None:
         """Forget the set: from now on nothing is filtered (the expression is false for it)."""
         if self.on:
@@ -118,7 +135,7 @@ class SeenFilter:
                 self._jvm().drop(self.name)
             except Exception:  # the session may be gone
                 pass
-        self.on = self.repeats = False
+        self.on = self.repeats = self.stored = False
         self.count = 0
 
     def mark(self, df: DataFrame) -> DataFrame:

@@ -18,7 +18,7 @@ from engine.errors import WarehouseError
 from engine.search.invariants import InvariantSuite
 from engine.store.runs import RunStore
 
-__all__ = ["check_visible", "in_tlc_order", "numbered_on_driver", "tally", "tally_arrow", "write"]
+__all__ = ["check_visible", "dense", "in_tlc_order", "numbered_on_driver", "tally", "tally_arrow", "write"]
 
 # TLC's order within a level: by the path that met the state first, then by fingerprint.
 ORDER = ["_key", "_fp", "_fp2"]
@@ -27,8 +27,8 @@ _ROW_BITS = 33
 _MAX_PARTITIONS = 1024
 
 
-def in_tlc_order(new: DataFrame, depth: int, keep: Callable[[DataFrame], DataFrame]) -> DataFrame:
-    """``new`` (one row per state) in TLC's order, numbered ``_ord`` 0, 1, ... in that order, with
+def in_tlc_order(new: DataFrame, depth: int, keep: Callable[[DataFrame], DataFrame], base: int = 0) -> DataFrame:
+    """``new`` (one row per state) in TLC's order, numbered ``_ord`` ``base``, ``base`` + 1, ... in that order, with
     ``_depth``. Range-partitioned and sorted within partitions, so the numbers come from each row's
     place in its partition and the partitions' sizes: no single task sees the whole level. The sorted
     rows are ``keep``-t (persisted): the partitions' sizes and everything after read them."""
@@ -36,16 +36,25 @@ def in_tlc_order(new: DataFrame, depth: int, keep: Callable[[DataFrame], DataFra
     parts = min(_MAX_PARTITIONS, int(spark.conf.get("spark.sql.shuffle.partitions")))
     ranged = keep(new.repartitionByRange(parts, *ORDER).sortWithinPartitions(*ORDER)
                   .withColumn("_mid", F.monotonically_increasing_id()))
+    return dense(ranged, "_mid", "_ord", base).withColumn("_depth", F.lit(depth).cast("int")).drop("_mid")
+
+
+def dense(rows: DataFrame, ids: str, out: str, base: int = 0) -> DataFrame:
+    """``rows`` (computed once: a checkpoint) with ``out``: ``base`` plus the row's place in the order of
+    ``ids`` (``monotonically_increasing_id``'s, numbered in that order), 0, 1, ... without gaps. The
+    partitions' sizes come from one job over ``ids``; each row's number from its place in its
+    partition, so no single task sees every row. (The raw ids carry the partition in their high bits:
+    past a thousand partitions they would overflow the successors' order key, ``_parent.ord`` times
+    2^20.)"""
     sizes = {int(r["p"]): int(r["n"]) for r in
-             ranged.groupBy(F.shiftright("_mid", _ROW_BITS).alias("p")).agg(F.count(F.lit(1)).alias("n")).collect()}
-    offsets, total = [], 0
+             rows.groupBy(F.shiftright(ids, _ROW_BITS).alias("p")).agg(F.count(F.lit(1)).alias("n")).collect()}
+    offsets, total = [], base
     for p in range(max(sizes, default=-1) + 1):
         offsets.append(total)
         total += sizes.get(p, 0)
-    start = F.element_at(F.array(*[F.lit(o).cast("bigint") for o in offsets] or [F.lit(0).cast("bigint")]),
-                         (F.shiftright("_mid", _ROW_BITS) + 1).cast("int"))
-    return (ranged.withColumn("_ord", start + F.col("_mid").bitwiseAND(F.lit((1 << _ROW_BITS) - 1)))
-            .withColumn("_depth", F.lit(depth).cast("int")).drop("_mid"))
+    start = F.element_at(F.array(*[F.lit(o).cast("bigint") for o in offsets] or [F.lit(base).cast("bigint")]),
+                         (F.shiftright(ids, _ROW_BITS) + 1).cast("int"))
+    return rows.withColumn(out, start + F.col(ids).bitwiseAND(F.lit((1 << _ROW_BITS) - 1)))
 
 
 def numbered_on_driver(new: pa.Table, depth: int) -> pa.Table:

@@ -43,7 +43,8 @@ from engine.search.fingerprint import Fingerprinter
 from engine.search.invariants import InvariantSuite
 from engine.search.outcome import Outcome, outcome_from_row, outcome_row, run_spec_json, write_trace_itf
 from engine.settings import Settings
-from engine.store.runs import LevelFigures, RunStore, check_warehouse, default_warehouse, sum_counts
+from engine.store.runs import (LevelFigures, RunStore, check_warehouse, default_warehouse, largest_fanout,
+                               sum_counts)
 from engine.traces.build import build_trace, trace_arrow_schema, trace_table_rows
 
 __all__ = ["Outcome", "check", "choose_path", "cancelled"]
@@ -295,6 +296,9 @@ class PortableSearch:
 
     def _level_once(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int) -> dict | None:
         t0 = time.time()
+        slices = self._slices(n_frontier)
+        if slices > 1:
+            return self._sliced(depth, slices, distinct_total, generated_total, t0)
         frontier = self.store_level(depth)                                               # level k
         fanout = self._figs[-1].generated / max(n_frontier, 1) if len(self._figs) > 1 else len(self.cm.action_names)
         with interpreted(self.spark, n_frontier * max(fanout, 1) <= self.settings.interpret_below):
@@ -309,6 +313,103 @@ class PortableSearch:
                 deadlocked = expand.first_without_successor(frontier, succ)
             return self._finish(succ, depth + 1, counts.per_action, deadlocked, distinct_total, generated_total,
                                 t0, n_gen=counts.generated)
+
+    def _slices(self, n_frontier: int) -> int:
+        """How many slices the level's expansion takes (settings.slice_successors), from the largest
+        successors-per-state ratio met so far. A run that keeps its edges is not sliced."""
+        most = self.settings.slice_successors
+        if most <= 0 or self.spec.edges:
+            return 1
+        fanout = largest_fanout(self._figs) or len(self.cm.action_names)
+        return max(1, -(-int(n_frontier * fanout) // most))
+
+    def _sliced(self, depth: int, slices: int, distinct_total: int, generated_total: int, t0: float) -> dict | None:
+        """Level ``depth + 1`` expanded in ``slices`` ranges of level ``depth``'s ``_ord``, in order: the
+        level expanded whole, with one slice's successors at a time (engine.accel.search's
+        ``_sliced_level`` says why the states, numbers and figures are the same). Each slice's new
+        states are those neither stored nor new in an earlier slice; they are numbered on from the
+        slice before and written into the level's folder, which is committed once, after the last."""
+        source = self.store_level(depth)
+        bounds = [int(b) for b in sorted(set(source.approxQuantile("_ord", [i / slices for i in range(1, slices)],
+                                                                     0.001)))]
+        folder = self.store.attempt_dir(depth + 1)
+        columns = [f.name for f in self.store.spark_schema.fields]
+        n_gen = n_new = n_out = 0
+        per_action = dict.fromkeys(self.cm.action_names, 0)
+        earlier: list[DataFrame] = []  # the earlier slices' new fingerprints, kept to the level's end
+        violation = None
+        try:
+            for i, (lo, hi) in enumerate(zip([None, *bounds], [*bounds, None])):
+                part = source
+                if lo is not None:
+                    part = part.where(F.col("_ord") >= F.lit(lo))
+                if hi is not None:
+                    part = part.where(F.col("_ord") < F.lit(hi))
+                part = self._checkpoint(part)
+                n_part = part.count()
+                if n_part == 0:
+                    continue
+                succ = self._checkpoint(self.fingerprinter.apply(
+                    expand.successors(self.spark, self.cm, part, view=f"sse_frontier_{depth}")))
+                counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
+                                      moving=bool(self.cm.terminal_exprs))
+                if self.cm.terminal_exprs and counts.moving_parents < n_part:
+                    self._terminal_findings(expand.without_moving_successor(part, succ), depth)
+                deadlocked = None
+                if self.spec.deadlock and counts.parents < n_part:
+                    deadlocked = expand.first_without_successor(part, succ)
+                n_gen += counts.generated
+                for a, n in counts.per_action.items():
+                    per_action[a] += n
+                self.spark.conf.set("spark.sql.shuffle.partitions", str(
+                    max(self.base_partitions, -(-counts.generated // self.settings.rows_per_partition))))
+                new = seen.unseen(dedupe.first_per_state(succ), self.spark, self.store, self.settings)
+                for fps in earlier:
+                    new = new.join(fps, on=["_fp", "_fp2"], how="left_anti")
+                level = commit.in_tlc_order(invariants.annotate(new, self.suite, self.in_model), depth + 1,
+                                            self._checkpoint, base=n_new + n_out)
+                got_new, got_out, failing = commit.tally(level, self.suite)
+                if failing:
+                    report = self.validations.now(level)
+                    if report.success:
+                        raise RuntimeError(f"the invariant suite passed depth {depth + 1}, where {failing} fail: "
+                                           "report it")
+                    violation = invariants.first_violation(level, report.failed, self.spec.invariants)
+                else:
+                    self.validations.later(level, depth + 1)
+                if deadlocked is not None and (violation is None
+                                               or deadlocked["_ord"] < violation[0]["_parent_ord"]):
+                    self.validations.flush()
+                    return {"result": "deadlock", "depth": depth, "state": deadlocked, "distinct": distinct_total,
+                            "generated": generated_total + n_gen}
+                if got_new:
+                    (level.where("_in_model").select(*columns).write.mode("append")
+                     .option("compression", "zstd").parquet(str(folder)))
+                n_new, n_out = n_new + got_new, n_out + got_out
+                print(f"engine: depth {depth + 1}, slice {i + 1} of {len(bounds) + 1}: {n_part:,} parents, "
+                      f"{counts.generated:,} generated, {got_new:,} new ({time.time() - t0:.1f} s into the level)",
+                      file=sys.stderr, flush=True)
+                if violation is not None:
+                    break
+                earlier.append(level.select("_fp", "_fp2").localCheckpoint(eager=True))
+                self._release()
+        finally:
+            self._release()
+            for fps in earlier:
+                fps.unpersist()
+        fig = LevelFigures(depth + 1, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
+                           round(time.time() - t0, 3), finding=violation[1] if violation else None,
+                           actions=per_action)
+        if n_new or violation:
+            self.store.commit_level(fig, folder if n_new else None)
+        self._figs.append(fig)
+        if self.progress:
+            self.progress(fig, n_new)
+        if violation:
+            self.validations.flush()
+            return {"result": "invariant_violated", "invariant": violation[1], "depth": depth + 1,
+                    "state": violation[0], "distinct": fig.distinct_total, "generated": fig.generated_total}
+        return None
 
     def _finish(self, succ: DataFrame, depth: int, per_action: dict[str, int], deadlocked: dict | None,
                 distinct_total: int, generated_total: int, t0: float, n_gen: int | None = None) -> dict | None:

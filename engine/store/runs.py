@@ -125,6 +125,14 @@ class LevelFigures:
     actions: dict[str, int] = field(default_factory=dict)
 
 
+def largest_fanout(figs: Iterable[LevelFigures]) -> float | None:
+    """The most successors a state of one level generated, on average, over the levels ``figs`` (in
+    order): a level's generated count over the level before's new states. None without two levels."""
+    figs = list(figs)
+    return max((b.generated / a.new_states for a, b in zip(figs, figs[1:])
+                if a.new_states and b.depth == a.depth + 1), default=None)
+
+
 def sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
     """Add up per-action counts (levels' ``actions_generated``), keeping the order names first appear in."""
     total: dict[str, int] = {}

@@ -235,6 +235,12 @@ public final class SeenSet extends Expression implements java.io.Serializable {
         return t != null && t.contains(a, b);
     }
 
+    /** Forgets the stored fingerprints of set {@code name}, keeping its level: from then on only
+     * repeats within an open level are blanked (the driver no longer keeps the stored states). */
+    public static void forgetStored(String name) {
+        SETS.remove(name);
+    }
+
     /** Forgets set {@code name}; from then on the function is false for it. */
     public static void drop(String name) {
         SETS.remove(name);
