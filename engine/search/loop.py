@@ -302,17 +302,24 @@ class PortableSearch:
         frontier = self.store_level(depth)                                               # level k
         fanout = self._figs[-1].generated / max(n_frontier, 1) if len(self._figs) > 1 else len(self.cm.action_names)
         with interpreted(self.spark, n_frontier * max(fanout, 1) <= self.settings.interpret_below):
-            succ = self._checkpoint(self.fingerprinter.apply(                            # expand, fingerprint
-                expand.successors(self.spark, self.cm, frontier, view=f"sse_frontier_{depth}")))
-            counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
-                                  moving=bool(self.cm.terminal_exprs))
-            if self.cm.terminal_exprs and counts.moving_parents < n_frontier:
-                self._terminal_findings(expand.without_moving_successor(frontier, succ), depth)
-            deadlocked = None
-            if self.spec.deadlock and counts.parents < n_frontier:
-                deadlocked = expand.first_without_successor(frontier, succ)
+            succ, counts, deadlocked = self._expand(frontier, depth, n_frontier)          # expand, fingerprint
             return self._finish(succ, depth + 1, counts.per_action, deadlocked, distinct_total, generated_total,
                                 t0, n_gen=counts.generated)
+
+    def _expand(self, frontier: DataFrame, depth: int, n_frontier: int) -> tuple[DataFrame, expand.Counts, dict | None]:
+        """The successors of ``frontier`` (``n_frontier`` states of level ``depth``) fingerprinted and
+        checkpointed, their counts, and the first state of ``frontier`` without one (deadlock checked);
+        terminal findings among ``frontier`` counted."""
+        succ = self._checkpoint(self.fingerprinter.apply(
+            expand.successors(self.spark, self.cm, frontier, view=f"sse_frontier_{depth}")))
+        counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
+                              moving=bool(self.cm.terminal_exprs))
+        if self.cm.terminal_exprs and counts.moving_parents < n_frontier:
+            self._terminal_findings(expand.without_moving_successor(frontier, succ), depth)
+        deadlocked = None
+        if self.spec.deadlock and counts.parents < n_frontier:
+            deadlocked = expand.first_without_successor(frontier, succ)
+        return succ, counts, deadlocked
 
     def _slices(self, n_frontier: int) -> int:
         """How many slices the level's expansion takes (settings.slice_successors), from the largest
@@ -349,15 +356,7 @@ class PortableSearch:
                 n_part = part.count()
                 if n_part == 0:
                     continue
-                succ = self._checkpoint(self.fingerprinter.apply(
-                    expand.successors(self.spark, self.cm, part, view=f"sse_frontier_{depth}")))
-                counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
-                                      moving=bool(self.cm.terminal_exprs))
-                if self.cm.terminal_exprs and counts.moving_parents < n_part:
-                    self._terminal_findings(expand.without_moving_successor(part, succ), depth)
-                deadlocked = None
-                if self.spec.deadlock and counts.parents < n_part:
-                    deadlocked = expand.first_without_successor(part, succ)
+                succ, counts, deadlocked = self._expand(part, depth, n_part)
                 n_gen += counts.generated
                 for a, n in counts.per_action.items():
                     per_action[a] += n
