@@ -21,6 +21,8 @@ def _stored(wh):
     # still blanked (SeenFilter.forget_stored).
     {"driver_seen_max": 3},
     {"narrow_on_driver": 0, "broadcast_rows": 0},
+    # The seen index made in a slice, at its first use, serves the slices after it.
+    {"index_from": 0, "driver_seen_max": 0},
     {"path": "portable"},
 ])
 def test_a_sliced_level_is_the_level_expanded_whole(capsys, tmp_path, variant):

@@ -651,7 +651,8 @@ class AcceleratedSearch:
                     break
                 fps = checkpoint(cand.select("_fp", "_fp2"))
                 earlier.append(fps)
-                keep = before | {_checkpoint_rdd_id(fps)}
+                # (The seen index, made at its first use, keeps its fragments: ``_release``.)
+                keep = before | {_checkpoint_rdd_id(fps)} | set(self.index.rdd_ids)
                 del rows, frontier, succ, cand
                 unpersist_rdds(self.spark, persistent_rdd_ids(self.spark) - keep)
                 _collect_garbage(self.spark)  # (the slice's shuffle files go with their RDDs)
