@@ -40,7 +40,7 @@ from engine.runtime.session import _CODEGEN_CONFS, FACTORY_MODE, interpreted
 from engine.search.commit import dense
 from engine.search.control import cancelled
 from engine.search.encoding import fingerprint_sql
-from engine.search.expand import CompiledModel
+from engine.search.expand import CompiledModel, slice_bounds, slice_line
 from engine.search.invariants import InvariantSuite, guarded
 from engine.search.symmetry import canonical_fingerprint_stages, check_paths
 from engine.settings import Settings
@@ -587,10 +587,10 @@ class AcceleratedSearch:
             source = self.read_level(depth)
         # The frontier split by ``_ord`` once, into a folder per slice (one pass over the level), so
         # that each slice reads its own states only.
-        bounds = sorted(set(source.approxQuantile("_ord", [i / slices for i in range(1, slices)], 0.001)))
+        bounds = slice_bounds(source, slices)
         which = F.lit(0)
         for i, b in enumerate(bounds):
-            which = F.when(F.col("_ord") >= F.lit(int(b)), F.lit(i + 1)).otherwise(which)
+            which = F.when(F.col("_ord") >= F.lit(b), F.lit(i + 1)).otherwise(which)
         split = self.store.root / "_frontier" / f"slices-{depth:06d}"
         shutil.rmtree(split, ignore_errors=True)
         source.withColumn("_slice", which).write.partitionBy("_slice").parquet(str(split))
@@ -611,7 +611,6 @@ class AcceleratedSearch:
                 n_part = sum(pq.read_metadata(f).num_rows for f in files)
                 if n_part == 0:
                     continue
-                before = persistent_rdd_ids(self.spark)
                 rows = self.spark.read.schema(self.store.spark_schema).parquet(*files)
                 frontier = checkpoint(self._as_frontier(rows).repartition(self._frontier_parts(n_part), "_ord"))
                 self.timer.mark("frontier")
@@ -619,10 +618,9 @@ class AcceleratedSearch:
                 n_gen += n_got
                 for a, n in got.items():
                     per_action[a] += n
-                also = earlier[0] if len(earlier) == 1 else (
-                    functools.reduce(DataFrame.unionAll, earlier) if earlier else None)
                 cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total, n_gen=n_got,
-                                       also_seen=also, ord_base=numbered)
+                                       also_seen=functools.reduce(DataFrame.unionAll, earlier) if earlier else None,
+                                       ord_base=numbered)
                 self.timer.mark("fetch")
                 counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"), F.count_if(~F.col("_in_model")).alias("o"),
                                   F.max("_ord").alias("last"),
@@ -644,17 +642,14 @@ class AcceleratedSearch:
                     (cand.where("_in_model").select(*self.table_cols)
                      .write.mode("append").parquet(str(level_dir)))
                 self.timer.mark("write")
-                print(f"engine: depth {depth + 1}, slice {i + 1} of {len(bounds) + 1}: {n_part:,} parents, "
-                      f"{n_got:,} generated, {int(counts['i']):,} new ({time.time() - t0:.1f} s into the level)",
+                print(slice_line(depth + 1, i, len(bounds) + 1, n_part, n_got, int(counts["i"]), time.time() - t0),
                       file=sys.stderr, flush=True)
                 if violation is not None:
                     break
-                fps = checkpoint(cand.select("_fp", "_fp2"))
-                earlier.append(fps)
-                # (The seen index, made at its first use, keeps its fragments: ``_release``.)
-                keep = before | {_checkpoint_rdd_id(fps)} | set(self.index.rdd_ids)
+                earlier.append(checkpoint(cand.select("_fp", "_fp2")))
                 del rows, frontier, succ, cand
-                unpersist_rdds(self.spark, persistent_rdd_ids(self.spark) - keep)
+                # The slice's checkpoints released as a level's are, the earlier slices' fingerprints kept.
+                self._release(also={_checkpoint_rdd_id(f) for f in earlier})
                 _collect_garbage(self.spark)  # (the slice's shuffle files go with their RDDs)
         finally:
             shutil.rmtree(split, ignore_errors=True)
@@ -1041,10 +1036,10 @@ class AcceleratedSearch:
             if found["state"] is None:
                 found["state"] = self._find_state(depth, row[f"x{i}"]["_fp"], row[f"x{i}"]["_fp2"])
 
-    def _release(self) -> None:
+    def _release(self, also: set[int | None] = frozenset()) -> None:
         # Local checkpoints live until the JVM collects their RDDs; a level needs none of the last's
-        # (the seen index's fragments excepted).
-        keep = set(self.index.rdd_ids)
+        # (the seen index's fragments excepted), a slice none of its own (the RDDs ``also`` excepted).
+        keep = set(self.index.rdd_ids) | set(also)
         if self.kept is not None and self._figs and self.kept[0] == self._figs[-1].depth and self.kept[2] is not None:
             keep.add(self.kept[2])  # the next level's frontier
         else:

@@ -24,6 +24,7 @@ from engine.errors import ModelError
 from engine.model.loader import Model, SqlFile
 
 __all__ = ["CompiledModel", "Counts", "compile_model", "count", "first_without_successor", "initial", "planning_threads",
+           "slice_bounds", "slice_line",
            "state_schema", "successors", "terminal_findings", "without_moving_successor", "PARENT_TYPE"]
 
 PARENT_TYPE = StructType([
@@ -350,6 +351,18 @@ def count(successors_: DataFrame, actions: list[str], parents: bool, moving: boo
 def _moves():
     from pyspark.sql import functions as F
     return ~((F.col("_fp") == F.col("_parent_fp")) & (F.col("_fp2") == F.col("_parent_fp2")))
+
+
+def slice_bounds(frontier: DataFrame, slices: int) -> list[int]:
+    """Where a level's frontier is cut into about ``slices`` ranges of ``_ord`` of about equal size
+    (a sliced level, settings.slice_successors): the ascending lower bounds of every range but the first."""
+    return [int(b) for b in sorted(set(frontier.approxQuantile("_ord", [i / slices for i in range(1, slices)], 0.001)))]
+
+
+def slice_line(depth: int, i: int, slices: int, parents: int, generated: int, new: int, seconds: float) -> str:
+    """The line a sliced level prints on stderr as its slice ``i`` (from 0) of ``slices`` ends."""
+    return (f"engine: depth {depth}, slice {i + 1} of {slices}: {parents:,} parents, {generated:,} generated, "
+            f"{new:,} new ({seconds:.1f} s into the level)")
 
 
 def first_without_successor(states: DataFrame, successors_: DataFrame) -> dict:

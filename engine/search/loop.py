@@ -16,6 +16,7 @@ Both give the same states, counts, depths and counterexamples.
 """
 from __future__ import annotations
 
+import functools
 import shutil
 import sys
 import time
@@ -337,8 +338,7 @@ class PortableSearch:
         states are those neither stored nor new in an earlier slice; they are numbered on from the
         slice before and written into the level's folder, which is committed once, after the last."""
         source = self.store_level(depth)
-        bounds = [int(b) for b in sorted(set(source.approxQuantile("_ord", [i / slices for i in range(1, slices)],
-                                                                     0.001)))]
+        bounds = expand.slice_bounds(source, slices)
         folder = self.store.attempt_dir(depth + 1)
         columns = [f.name for f in self.store.spark_schema.fields]
         n_gen = n_new = n_out = 0
@@ -363,8 +363,8 @@ class PortableSearch:
                 self.spark.conf.set("spark.sql.shuffle.partitions", str(
                     max(self.base_partitions, -(-counts.generated // self.settings.rows_per_partition))))
                 new = seen.unseen(dedupe.first_per_state(succ), self.spark, self.store, self.settings)
-                for fps in earlier:
-                    new = new.join(fps, on=["_fp", "_fp2"], how="left_anti")
+                if earlier:
+                    new = new.join(functools.reduce(DataFrame.unionAll, earlier), on=["_fp", "_fp2"], how="left_anti")
                 level = commit.in_tlc_order(invariants.annotate(new, self.suite, self.in_model), depth + 1,
                                             self._checkpoint, base=n_new + n_out)
                 got_new, got_out, failing = commit.tally(level, self.suite)
@@ -385,9 +385,8 @@ class PortableSearch:
                     (level.where("_in_model").select(*columns).write.mode("append")
                      .option("compression", "zstd").parquet(str(folder)))
                 n_new, n_out = n_new + got_new, n_out + got_out
-                print(f"engine: depth {depth + 1}, slice {i + 1} of {len(bounds) + 1}: {n_part:,} parents, "
-                      f"{counts.generated:,} generated, {got_new:,} new ({time.time() - t0:.1f} s into the level)",
-                      file=sys.stderr, flush=True)
+                print(expand.slice_line(depth + 1, i, len(bounds) + 1, n_part, counts.generated, got_new,
+                                        time.time() - t0), file=sys.stderr, flush=True)
                 if violation is not None:
                     break
                 earlier.append(level.select("_fp", "_fp2").localCheckpoint(eager=True))
