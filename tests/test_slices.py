@@ -2,11 +2,20 @@
 the same figures as the independent search, the same stored rows (numbers included), and the same
 shortest traces to a deadlock or a violation."""
 import glob
+import json
 import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
 
+from conftest import TEST_MODELS, setting_args, short_run_env
+from engine.errors import WarehouseError
+from engine.search.slices import PROGRESS_FILE, SliceProgress
 from test_counter import bfs, check
 
 
@@ -52,3 +61,61 @@ def test_a_sliced_level_finds_the_shortest_deadlock_and_violation(capsys, tmp_pa
                            "--set", "Limit=5", settings=sliced)
     assert code == 12, err
     assert len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
+
+
+@pytest.mark.parametrize("path", ["accelerated", "portable"])
+def test_a_run_killed_within_a_sliced_level_resumes_at_its_next_slice(capsys, tmp_path, path):
+    """Killed once slice 2 of level 4 is written and listed (SSE_KILL_AT=after-slice-1:4), with a torn
+    slice's folder beside the listed ones (what a kill during a slice's write leaves): the next start
+    computes level 4 from its slice 3 on, drops the torn folder, and stores what the run expanded
+    whole stores."""
+    args = ("--config", "no_deadlock", "--set", "Steps=1,3", "--set", "Max=9", "--set", "Cap=6")
+    whole = {"path": path, "level_path": "spark", "slice_successors": 0}
+    sliced = {**whole, "slice_successors": 3}
+    code, _, err = check(capsys, tmp_path / "whole", *args, settings=whole)
+    assert code == 0, err
+    wh = tmp_path / "sliced" / "wh"
+    argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), *setting_args(**sliced), "check",
+            "counter", "--warehouse", str(wh), "--json", *args]
+    killed = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                            env=short_run_env(SSE_KILL_AT="after-slice-1:4"))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    (level,) = glob.glob(str(wh / "**" / "states" / "depth-000004"), recursive=True)
+    progress = json.loads((Path(level) / PROGRESS_FILE).read_text())
+    assert [r["i"] for r in progress["done"]] == [0, 1] and len(progress["bounds"]) >= 2
+    listed = {r["folder"] for r in progress["done"] if r["folder"]}
+    torn = Path(level) / "slice-0002-torn"
+    torn.mkdir()
+    shutil.copy(next((Path(level) / min(listed)).glob("*.parquet")), torn / "part-00000-torn.parquet")
+
+    code, res, err = check(capsys, tmp_path / "sliced", *args, settings=sliced)
+    assert code == 0, err
+    assert "engine: depth 4 resumes at slice 3 of" in err
+    assert "depth 4, slice 1 of" not in err and "depth 4, slice 2 of" not in err
+    want = bfs({1, 3}, 9, cap=6, deadlock=False)
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
+    assert _stored(tmp_path / "sliced").equals(_stored(tmp_path / "whole"))
+    assert not torn.exists() and not (Path(level) / PROGRESS_FILE).exists()
+    per_level = {int(c["depth"]): json.loads(c["actions_generated"])
+                 for c in DeltaTable(glob.glob(str(wh / "**" / "states"), recursive=True)[0]).history()
+                 if "depth" in c}
+    whole_levels = {int(c["depth"]): json.loads(c["actions_generated"])
+                    for c in DeltaTable(glob.glob(str(tmp_path / "whole" / "wh" / "**" / "states"),
+                                                  recursive=True)[0]).history() if "depth" in c}
+    assert per_level == whole_levels  # (the per-action counts of the slices before the kill kept)
+
+
+def test_a_level_progress_of_another_level_is_refused(tmp_path):
+    """A progress file that is not the level's (another depth, or unreadable) is named, not resumed."""
+    from engine.store.runs import RunStore
+    from pyspark.sql.types import LongType, StructField, StructType
+    store = RunStore(tmp_path, "m", "r", StructType([StructField("x", LongType())]))
+    level = store.level_dir(5)
+    level.mkdir(parents=True)
+    (level / PROGRESS_FILE).write_text(json.dumps({"version": 1, "depth": 3, "bounds": [], "done": []}))
+    with pytest.raises(WarehouseError, match=r"depth-000005/_slices.json: the progress of another level"):
+        SliceProgress.resume(store, 4)
+    (level / PROGRESS_FILE).write_text("{not json")
+    with pytest.raises(WarehouseError, match=r"depth-000005/_slices.json: unreadable"):
+        SliceProgress.resume(store, 4)

@@ -15,6 +15,7 @@ import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -42,9 +43,10 @@ from engine.search.control import cancelled
 from engine.search.encoding import fingerprint_sql
 from engine.search.expand import CompiledModel, slice_bounds, slice_line
 from engine.search.invariants import InvariantSuite, guarded
+from engine.search.slices import SliceProgress, SliceRecord, count_slices
 from engine.search.symmetry import canonical_fingerprint_stages, check_paths
 from engine.settings import Settings
-from engine.store.runs import LevelFigures, RunStore, largest_fanout
+from engine.store.runs import LevelFigures, RunStore, largest_fanout, test_hook
 
 __all__ = ["AcceleratedSearch"]
 
@@ -516,9 +518,10 @@ class AcceleratedSearch:
     def _spark_level(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int,
                      t0: float) -> dict | None:
         """A level whose successors stay in Spark, from the actions to the written Parquet files."""
+        progress = SliceProgress.resume(self.store, depth)  # (a level an earlier process left in its slices)
         slices = self._slices(n_frontier)
-        if slices > 1:
-            return self._sliced_level(depth, n_frontier, slices, distinct_total, generated_total, t0)
+        if progress is not None or slices > 1:
+            return self._sliced_level(depth, slices, progress, distinct_total, generated_total, t0)
         # The frontier is a checkpoint, read by each action's branch as one node (re-planning the union of
         # every action for each job would cost the driver time every level): the new states the level
         # before kept checkpointed when Spark finished it, or its stored files read back and checkpointed.
@@ -564,98 +567,109 @@ class AcceleratedSearch:
 
     def _slices(self, n_frontier: int) -> int:
         """How many slices level ``n_frontier``'s expansion takes (settings.slice_successors)."""
-        most = self.settings.slice_successors
-        return max(1, -(-int(n_frontier * self._fanout()) // most)) if most > 0 else 1
+        return count_slices(n_frontier, self._figs, self.settings.slice_successors, len(self.cm.action_names))
 
-    def _sliced_level(self, depth: int, n_frontier: int, slices: int, distinct_total: int,
+    def _sliced_level(self, depth: int, slices: int, progress: SliceProgress | None, distinct_total: int,
                       generated_total: int, t0: float) -> dict | None:
         """A level too large to hold its successors at once (settings.slice_successors), expanded in
-        ``slices`` slices of its frontier, each a range of ``_ord``, in order. The successors' order key
-        begins with the parent's ``_ord``, so every successor of a slice comes before those of the
-        next in TLC's order: a state's first path is in the first slice that meets it, and a slice's
-        new states are those not stored and not new in an earlier slice (``new_states``'s
-        ``also_seen``). Numbered on from the slices before, the level's states, counts and order are
-        those of the level expanded whole; only a slice's successors are on disk at a time (the
-        level's disk peak is a slice's), and each slice's new states are written to the level's
-        folder as it ends. The level is committed once, after its last slice: a run killed within
-        it computes the whole level again. A violation or deadlock ends the level at its slice, with
-        the figures of the slices through it."""
+        ``slices`` slices of its frontier, each a range of ``_ord``, in order, or from where
+        ``progress`` (an earlier process's) left it. The successors' order key begins with the
+        parent's ``_ord``, so every successor of a slice comes before those of the next in TLC's
+        order: a state's first path is in the first slice that meets it, and a slice's new states
+        are those not stored and not new in an earlier slice (``new_states``'s ``also_seen``).
+        Numbered on from the slices before, the level's states, counts and order are those of the
+        level expanded whole; only a slice's successors are on disk at a time (the level's disk peak
+        is a slice's). Each slice's new states are written to a folder of its own and listed in the
+        level's progress as it ends (engine.search.slices), so a run killed within the level resumes
+        at its next slice; the level is committed once, after its last. A violation or deadlock ends
+        the level at its slice, with the figures of the slices through it."""
         self._settle()  # (the level before committed: each slice writes into this level's folder)
-        if self.kept is not None and self.kept[0] == depth:
-            source = self.kept[1].where("_in_model").select(*self.table_cols)
-        else:
-            source = self.read_level(depth)
         # The frontier split by ``_ord`` once, into a folder per slice (one pass over the level), so
-        # that each slice reads its own states only.
-        bounds = slice_bounds(source, slices)
-        which = F.lit(0)
-        for i, b in enumerate(bounds):
-            which = F.when(F.col("_ord") >= F.lit(b), F.lit(i + 1)).otherwise(which)
+        # that each slice reads its own states only; kept until the level is committed, for a resume.
         split = self.store.root / "_frontier" / f"slices-{depth:06d}"
-        shutil.rmtree(split, ignore_errors=True)
-        source.withColumn("_slice", which).write.partitionBy("_slice").parquet(str(split))
+        if progress is not None and not split.is_dir():
+            progress = None  # (the split is gone: the level from its start)
+        if progress is None:
+            if self.kept is not None and self.kept[0] == depth:
+                source = self.kept[1].where("_in_model").select(*self.table_cols)
+            else:
+                source = self.read_level(depth)
+            bounds = slice_bounds(source, slices)
+            which = F.lit(0)
+            for i, b in enumerate(bounds):
+                which = F.when(F.col("_ord") >= F.lit(b), F.lit(i + 1)).otherwise(which)
+            shutil.rmtree(split, ignore_errors=True)
+            source.withColumn("_slice", which).write.partitionBy("_slice").parquet(str(split))
+            progress = SliceProgress.start(self.store, depth, bounds)  # (the split whole)
+        else:
+            print(f"engine: depth {depth + 1} resumes at slice {progress.next_slice + 1} of {progress.slices}",
+                  file=sys.stderr, flush=True)
         if self.kept is not None:
             self.kept[1].unpersist()  # (the level before's states: in the split folder now)
             self.kept = None
-        level_dir = self.store.level_dir(depth + 1)
-        shutil.rmtree(level_dir, ignore_errors=True)  # (an earlier attempt's files, never committed)
-        self.timer.note(f"slices={len(bounds) + 1}")
+        self.timer.note(f"slices={progress.slices}")
         self.timer.mark("split")
-        n_gen = n_new = n_out = numbered = 0
-        per_action = dict.fromkeys(self.cm.action_names, 0)
-        earlier: list[DataFrame] = []  # each slice's new states' fingerprints, checkpointed
+        n_gen, n_new, n_out, numbered = progress.generated, progress.new, progress.out, progress.numbered
+        per_action = progress.actions(self.cm.action_names)
+        # each slice's new states' fingerprints, checkpointed (those of an earlier process's, read back)
+        earlier: list[DataFrame] = []
+        if progress.folders():
+            earlier.append(checkpoint(self.spark.read.schema(self.store.spark_schema)
+                                      .parquet(*map(str, progress.folders())).select("_fp", "_fp2")))
         violation = deadlocked = None
-        try:
-            for i in range(len(bounds) + 1):
-                files = sorted(str(f) for f in (split / f"_slice={i}").glob("*.parquet"))
-                n_part = sum(pq.read_metadata(f).num_rows for f in files)
-                if n_part == 0:
-                    continue
-                rows = self.spark.read.schema(self.store.spark_schema).parquet(*files)
-                frontier = checkpoint(self._as_frontier(rows).repartition(self._frontier_parts(n_part), "_ord"))
-                self.timer.mark("frontier")
-                succ, n_got, got, deadlocked = self._expanded(depth, frontier, None, n_part)
-                n_gen += n_got
-                for a, n in got.items():
-                    per_action[a] += n
-                cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total, n_gen=n_got,
-                                       also_seen=functools.reduce(DataFrame.unionAll, earlier) if earlier else None,
-                                       ord_base=numbered)
-                self.timer.mark("fetch")
-                counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"), F.count_if(~F.col("_in_model")).alias("o"),
-                                  F.max("_ord").alias("last"),
-                                  F.count_if(F.col(SEEN) if SEEN in cand.columns else F.lit(False)).alias("s")
-                                  ).collect()[0]
-                if counts["s"]:
-                    raise SeenFilter.out_of_step()
-                n_new += int(counts["i"])
-                n_out += int(counts["o"])
-                if counts["last"] is not None:
-                    numbered = int(counts["last"]) + 1
-                self.timer.mark("dedupe")
-                report = self.suite.validate(cand)
-                self.timer.mark("gx")
-                violation = self.first_violation(cand, report.failed) if not report.success else None
-                if self._deadlock_first(deadlocked, violation):
-                    return self._deadlock(deadlocked, depth, distinct_total, generated_total + n_gen)
-                if int(counts["i"]):
-                    (cand.where("_in_model").select(*self.table_cols)
-                     .write.mode("append").parquet(str(level_dir)))
-                self.timer.mark("write")
-                print(slice_line(depth + 1, i, len(bounds) + 1, n_part, n_got, int(counts["i"]), time.time() - t0),
-                      file=sys.stderr, flush=True)
-                if violation is not None:
-                    break
-                earlier.append(checkpoint(cand.select("_fp", "_fp2")))
-                del rows, frontier, succ, cand
-                # The slice's checkpoints released as a level's are, the earlier slices' fingerprints kept.
-                self._release(also={_checkpoint_rdd_id(f) for f in earlier})
-                _collect_garbage(self.spark)  # (the slice's shuffle files go with their RDDs)
-        finally:
-            shutil.rmtree(split, ignore_errors=True)
+        for i in range(progress.next_slice, progress.slices):
+            files = sorted(str(f) for f in (split / f"_slice={i}").glob("*.parquet"))
+            n_part = sum(pq.read_metadata(f).num_rows for f in files)
+            if n_part == 0:
+                progress.record(SliceRecord(i, None, 0, 0, 0, 0))
+                continue
+            rows = self.spark.read.schema(self.store.spark_schema).parquet(*files)
+            frontier = checkpoint(self._as_frontier(rows).repartition(self._frontier_parts(n_part), "_ord"))
+            self.timer.mark("frontier")
+            succ, n_got, got, deadlocked = self._expanded(depth, frontier, None, n_part)
+            n_gen += n_got
+            for a, n in got.items():
+                per_action[a] += n
+            cand = self.new_states(succ, depth + 1, anti_join=True, n_seen=distinct_total, n_gen=n_got,
+                                   also_seen=functools.reduce(DataFrame.unionAll, earlier) if earlier else None,
+                                   ord_base=numbered)
+            self.timer.mark("fetch")
+            counts = cand.agg(F.count_if(F.col("_in_model")).alias("i"), F.count_if(~F.col("_in_model")).alias("o"),
+                              F.count_if(F.col(SEEN) if SEEN in cand.columns else F.lit(False)).alias("s")
+                              ).collect()[0]
+            if counts["s"]:
+                raise SeenFilter.out_of_step()
+            got_new, got_out = int(counts["i"]), int(counts["o"])
+            n_new, n_out, numbered = n_new + got_new, n_out + got_out, numbered + got_new + got_out
+            self.timer.mark("dedupe")
+            report = self.suite.validate(cand)
+            self.timer.mark("gx")
+            violation = self.first_violation(cand, report.failed) if not report.success else None
+            if self._deadlock_first(deadlocked, violation):
+                progress.clear()
+                shutil.rmtree(split, ignore_errors=True)
+                return self._deadlock(deadlocked, depth, distinct_total, generated_total + n_gen)
+            folder = progress.new_folder(i) if got_new else None
+            if folder is not None:
+                cand.where("_in_model").select(*self.table_cols).write.parquet(str(folder))
+            progress.record(SliceRecord(i, folder.name if folder else None, n_part, n_got, got_new, got_out, got))
+            self.timer.mark("write")
+            print(slice_line(depth + 1, i, progress.slices, n_part, n_got, got_new, time.time() - t0),
+                  file=sys.stderr, flush=True)
+            test_hook(self.settings, f"after-slice-{i}", depth + 1)
+            if violation is not None:
+                break
+            earlier.append(checkpoint(cand.select("_fp", "_fp2")))
+            del rows, frontier, succ, cand
+            # The slice's checkpoints released as a level's are, the earlier slices' fingerprints kept.
+            self._release(also={_checkpoint_rdd_id(f) for f in earlier})
+            _collect_garbage(self.spark)  # (the slice's shuffle files go with their RDDs)
         # (The next level reads this one back from its files: ``kept`` is None.)
-        return self._record_level(depth + 1, n_gen, n_new, n_out, distinct_total, generated_total, t0, violation,
-                                  per_action, None)
+        found = self._record_level(depth + 1, n_gen, n_new, n_out, distinct_total, generated_total, t0, violation,
+                                   per_action, None, folders=progress.folders())
+        progress.clear()
+        shutil.rmtree(split, ignore_errors=True)
+        return found
 
     def _expanded(self, depth: int, frontier: DataFrame, fingerprinted: DataFrame | None,
                   n_frontier: int) -> tuple[DataFrame, int, dict[str, int], dict | None]:
@@ -1213,7 +1227,8 @@ class AcceleratedSearch:
                       generated_total: int, t0: float, violation: tuple[dict, str] | None,
                       per_action: dict[str, int], stored: pa.Table | None,
                       validate: pa.Table | None = None, write: Callable[[], None] | None = None,
-                      fps: pa.Table | None = None, rows: DataFrame | None = None) -> dict | None:
+                      fps: pa.Table | None = None, rows: DataFrame | None = None,
+                      folders: list[Path] | None = None) -> dict | None:
         """Commit the written level with its figures and let the seen states know of it (``fps``: the
         stored states' fingerprints, when the driver has them; ``rows``: the candidates, where Spark
         finished the level). With ``validate`` (the level's new states, their invariant columns all
@@ -1242,7 +1257,7 @@ class AcceleratedSearch:
                 self._submit(self._persist, fig, stored, validate, write)
         elif n_new or violation:
             self._settle()
-            self.store.commit_level(fig)
+            self.store.commit_level(fig, folders)
         self.held = (depth, stored) if stored is not None and n_new and not violation else None
         if n_new and not violation:
             if self.index.fragments:

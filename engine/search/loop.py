@@ -43,9 +43,10 @@ from engine.search.control import cancelled
 from engine.search.fingerprint import Fingerprinter
 from engine.search.invariants import InvariantSuite
 from engine.search.outcome import Outcome, outcome_from_row, outcome_row, run_spec_json, write_trace_itf
+from engine.search.slices import SliceProgress, SliceRecord, count_slices
 from engine.settings import Settings
-from engine.store.runs import (LevelFigures, RunStore, check_warehouse, default_warehouse, largest_fanout,
-                               sum_counts)
+from engine.store.runs import (LevelFigures, RunStore, check_warehouse, default_warehouse, sum_counts,
+                               test_hook)
 from engine.traces.build import build_trace, trace_arrow_schema, trace_table_rows
 
 __all__ = ["Outcome", "check", "choose_path", "cancelled"]
@@ -297,9 +298,10 @@ class PortableSearch:
 
     def _level_once(self, depth: int, n_frontier: int, distinct_total: int, generated_total: int) -> dict | None:
         t0 = time.time()
+        progress = None if self.spec.edges else SliceProgress.resume(self.store, depth)
         slices = self._slices(n_frontier)
-        if slices > 1:
-            return self._sliced(depth, slices, distinct_total, generated_total, t0)
+        if progress is not None or slices > 1:
+            return self._sliced(depth, slices, progress, distinct_total, generated_total, t0)
         frontier = self.store_level(depth)                                               # level k
         fanout = self._figs[-1].generated / max(n_frontier, 1) if len(self._figs) > 1 else len(self.cm.action_names)
         with interpreted(self.spark, n_frontier * max(fanout, 1) <= self.settings.interpret_below):
@@ -323,30 +325,39 @@ class PortableSearch:
         return succ, counts, deadlocked
 
     def _slices(self, n_frontier: int) -> int:
-        """How many slices the level's expansion takes (settings.slice_successors), from the largest
-        successors-per-state ratio met so far. A run that keeps its edges is not sliced."""
-        most = self.settings.slice_successors
-        if most <= 0 or self.spec.edges:
+        """How many slices the level's expansion takes (settings.slice_successors), from the last
+        level's fan-out. A run that keeps its edges is not sliced."""
+        if self.spec.edges:
             return 1
-        fanout = largest_fanout(self._figs) or len(self.cm.action_names)
-        return max(1, -(-int(n_frontier * fanout) // most))
+        return count_slices(n_frontier, self._figs, self.settings.slice_successors, len(self.cm.action_names))
 
-    def _sliced(self, depth: int, slices: int, distinct_total: int, generated_total: int, t0: float) -> dict | None:
-        """Level ``depth + 1`` expanded in ``slices`` ranges of level ``depth``'s ``_ord``, in order: the
-        level expanded whole, with one slice's successors at a time (engine.accel.search's
-        ``_sliced_level`` says why the states, numbers and figures are the same). Each slice's new
-        states are those neither stored nor new in an earlier slice; they are numbered on from the
-        slice before and written into the level's folder, which is committed once, after the last."""
+    def _sliced(self, depth: int, slices: int, progress: SliceProgress | None, distinct_total: int,
+                generated_total: int, t0: float) -> dict | None:
+        """Level ``depth + 1`` expanded in ``slices`` ranges of level ``depth``'s ``_ord``, in order, or
+        from where ``progress`` (an earlier process's) left it: the level expanded whole, with one
+        slice's successors at a time (engine.accel.search's ``_sliced_level`` says why the states,
+        numbers and figures are the same). Each slice's new states are those neither stored nor new
+        in an earlier slice; they are numbered on from the slice before, written into a folder of
+        their own and listed in the level's progress (engine.search.slices). The level is committed
+        once, after the last."""
         source = self.store_level(depth)
-        bounds = expand.slice_bounds(source, slices)
-        folder = self.store.attempt_dir(depth + 1)
+        if progress is None:
+            progress = SliceProgress.start(self.store, depth, expand.slice_bounds(source, slices))
+        else:
+            print(f"engine: depth {depth + 1} resumes at slice {progress.next_slice + 1} of {progress.slices}",
+                  file=sys.stderr, flush=True)
         columns = [f.name for f in self.store.spark_schema.fields]
-        n_gen = n_new = n_out = 0
-        per_action = dict.fromkeys(self.cm.action_names, 0)
-        earlier: list[DataFrame] = []  # the earlier slices' new fingerprints, kept to the level's end
+        n_gen, n_new, n_out = progress.generated, progress.new, progress.out
+        per_action = progress.actions(self.cm.action_names)
+        # the earlier slices' new fingerprints, kept to the level's end (an earlier process's read back)
+        earlier: list[DataFrame] = []
+        if progress.folders():
+            earlier.append(self.spark.read.schema(self.store.spark_schema).parquet(*map(str, progress.folders()))
+                           .select("_fp", "_fp2").localCheckpoint(eager=True))
         violation = None
         try:
-            for i, (lo, hi) in enumerate(zip([None, *bounds], [*bounds, None])):
+            for i in range(progress.next_slice, progress.slices):
+                lo, hi = progress.range(i)
                 part = source
                 if lo is not None:
                     part = part.where(F.col("_ord") >= F.lit(lo))
@@ -355,6 +366,7 @@ class PortableSearch:
                 part = self._checkpoint(part)
                 n_part = part.count()
                 if n_part == 0:
+                    progress.record(SliceRecord(i, None, 0, 0, 0, 0))
                     continue
                 succ, counts, deadlocked = self._expand(part, depth, n_part)
                 n_gen += counts.generated
@@ -379,14 +391,20 @@ class PortableSearch:
                 if deadlocked is not None and (violation is None
                                                or deadlocked["_ord"] < violation[0]["_parent_ord"]):
                     self.validations.flush()
+                    progress.clear()
                     return {"result": "deadlock", "depth": depth, "state": deadlocked, "distinct": distinct_total,
                             "generated": generated_total + n_gen}
-                if got_new:
-                    (level.where("_in_model").select(*columns).write.mode("append")
-                     .option("compression", "zstd").parquet(str(folder)))
+                folder = progress.new_folder(i) if got_new else None
+                if folder is not None:
+                    level.where("_in_model").select(*columns).write.option("compression", "zstd").parquet(str(folder))
+                # (listed once its suite's verdict is in: a resumed level does not validate it again)
+                self.validations.flush()
+                progress.record(SliceRecord(i, folder.name if folder else None, n_part, counts.generated,
+                                            got_new, got_out, counts.per_action))
                 n_new, n_out = n_new + got_new, n_out + got_out
-                print(expand.slice_line(depth + 1, i, len(bounds) + 1, n_part, counts.generated, got_new,
+                print(expand.slice_line(depth + 1, i, progress.slices, n_part, counts.generated, got_new,
                                         time.time() - t0), file=sys.stderr, flush=True)
+                test_hook(self.settings, f"after-slice-{i}", depth + 1)
                 if violation is not None:
                     break
                 earlier.append(level.select("_fp", "_fp2").localCheckpoint(eager=True))
@@ -399,7 +417,8 @@ class PortableSearch:
                            round(time.time() - t0, 3), finding=violation[1] if violation else None,
                            actions=per_action)
         if n_new or violation:
-            self.store.commit_level(fig, folder if n_new else None)
+            self.store.commit_level(fig, progress.folders())
+        progress.clear()
         self._figs.append(fig)
         if self.progress:
             self.progress(fig, n_new)

@@ -133,6 +133,18 @@ def largest_fanout(figs: Iterable[LevelFigures]) -> float | None:
                 if a.new_states and b.depth == a.depth + 1), default=None)
 
 
+def recent_fanout(figs: Iterable[LevelFigures]) -> float | None:
+    """The successors a state of the last level generated, on average (the last level's generated
+    count over the level before's new states): the estimate of the next level's, where a level's size
+    is planned (sliced levels). Early small levels have larger ratios than the levels a search spends
+    its time in, so ``largest_fanout`` would cut a large level into more slices than it needs. None
+    without two levels."""
+    figs = list(figs)
+    if len(figs) < 2 or not figs[-2].new_states or figs[-1].depth != figs[-2].depth + 1:
+        return None
+    return figs[-1].generated / figs[-2].new_states
+
+
 def sum_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
     """Add up per-action counts (levels' ``actions_generated``), keeping the order names first appear in."""
     total: dict[str, int] = {}
@@ -304,18 +316,18 @@ class RunStore:
         pq.write_table(states.select(self.arrow_schema.names).cast(self.arrow_schema),
                        level / f"part-00000-{uuid.uuid4()}-c000.zstd.parquet", compression="zstd")
 
-    def commit_level(self, fig: LevelFigures, folder: Path | None = None) -> None:
+    def commit_level(self, fig: LevelFigures, folder: Path | list[Path] | None = None) -> None:
         """Commit the Parquet files written for ``fig.depth`` (in the level's folder, or in ``folder``, one
-        attempt's inside it); a repeat is a no-op."""
-        _test_hook(self.settings, "before-commit", fig.depth)
+        attempt's inside it, or in each of a list of them: a sliced level's); a repeat is a no-op."""
+        test_hook(self.settings, "before-commit", fig.depth)
         if self.committed_depth() >= fig.depth:
             self._load_files()
             return
-        level = Path(folder) if folder is not None else self.level_dir(fig.depth)
-        names = sorted(p.name for p in level.glob("*.parquet")) if level.exists() else []
+        folders = ([Path(f) for f in folder] if isinstance(folder, list)
+                   else [Path(folder) if folder is not None else self.level_dir(fig.depth)])
+        files = [full for level in folders if level.exists() for full in sorted(level.glob("*.parquet"))]
         actions = []
-        for name in names:
-            full = level / name
+        for full in files:
             meta = pq.read_metadata(full)
             if meta.num_rows == 0:
                 continue
@@ -340,7 +352,7 @@ class RunStore:
         dt.update_incremental()  # the held table does not see its own commit otherwise
         self._committed = fig.depth
         self._files[fig.depth] = sorted(a.path for a in actions)
-        _test_hook(self.settings, "after-commit", fig.depth)
+        test_hook(self.settings, "after-commit", fig.depth)
         self._append_levels([fig])
 
     # --- edges ------------------------------------------------------------------------------
@@ -519,11 +531,12 @@ def _types_match(a: pa.DataType, b: pa.DataType) -> bool:
     return a.equals(b)
 
 
-def _test_hook(settings: Settings, point: str, depth: int) -> None:
+def test_hook(settings: Settings, point: str, depth: int) -> None:
     """For the resume tests: the setting ``kill_at=POINT:DEPTH`` (SSE_KILL_AT) makes this process kill
     itself (SIGKILL, as a crash would) and ``hold_at=POINT:DEPTH`` (SSE_HOLD_AT) makes it wait there
     until it is killed. POINT is ``before-commit`` (the level's Parquet files are written, not
-    committed) or ``after-commit`` (the states commit is done, the levels table's row is not)."""
+    committed), ``after-commit`` (the states commit is done, the levels table's row is not) or
+    ``after-slice-I`` (slice I, from 0, of a sliced level is written and listed, the next not begun)."""
     here = f"{point}:{depth}"
     if settings.kill_at == here:
         os.kill(os.getpid(), signal.SIGKILL)

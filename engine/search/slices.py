@@ -1,0 +1,168 @@
+"""A sliced level's progress (settings.slice_successors): which of its slices are written, with their
+figures, so that a run killed within a long level resumes at the slice after the last one written,
+not at the level's start.
+
+The level's folder (``RunStore.level_dir``) holds a folder per written slice and ``_slices.json``,
+which lists them with the level's bounds. A slice's folder is listed only after its files are all
+written (the file is replaced atomically), so a folder that is not listed is a slice killed while it
+wrote, and is removed on resume. Nothing of the level is in the states table until the level's one
+commit, after its last slice: a reader of the table never sees part of a level.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from engine.errors import WarehouseError
+from engine.store.runs import LevelFigures, RunStore, recent_fanout
+
+__all__ = ["SliceProgress", "SliceRecord", "PROGRESS_FILE", "count_slices"]
+
+PROGRESS_FILE = "_slices.json"
+VERSION = 1
+# The next level's fan-out is estimated from the last level's, which it may exceed a little as the
+# search goes deeper.
+FANOUT_MARGIN = 1.2
+
+
+def count_slices(n_frontier: int, figs: list[LevelFigures], most: int, actions: int) -> int:
+    """How many slices level ``n_frontier``'s expansion takes, for at most about ``most`` successors
+    each (settings.slice_successors; 0: never sliced), from the last level's fan-out (else one
+    successor an action)."""
+    if most <= 0:
+        return 1
+    fanout = recent_fanout(figs)
+    expected = n_frontier * (fanout * FANOUT_MARGIN if fanout is not None else actions)
+    return max(1, -(-int(expected) // most))
+
+
+@dataclass
+class SliceRecord:
+    """One written slice: its index (from 0), its folder (relative to the level's; None when it had no
+    new state within the constraint) and its figures."""
+    i: int
+    folder: str | None
+    parents: int
+    generated: int
+    new: int
+    out: int
+    actions: dict[str, int] = field(default_factory=dict)
+
+
+class SliceProgress:
+    """The progress of level ``depth + 1``, expanded in slices of level ``depth`` cut at ``bounds``
+    (the ascending lower bounds of ``_ord`` of every slice but the first)."""
+
+    def __init__(self, store: RunStore, depth: int, bounds: list[int], done: list[SliceRecord] | None = None):
+        self.store, self.depth, self.bounds = store, depth, list(bounds)
+        self.done: list[SliceRecord] = list(done or [])
+        self.level_dir = store.level_dir(depth + 1)
+        self.path = self.level_dir / PROGRESS_FILE
+
+    # --- starting and resuming ------------------------------------------------------------------
+    @classmethod
+    def start(cls, store: RunStore, depth: int, bounds: list[int]) -> "SliceProgress":
+        """A new sliced level: an earlier attempt's files removed, the bounds recorded."""
+        progress = cls(store, depth, bounds)
+        shutil.rmtree(progress.level_dir, ignore_errors=True)
+        progress.level_dir.mkdir(parents=True)
+        progress._save()
+        return progress
+
+    @classmethod
+    def resume(cls, store: RunStore, depth: int) -> "SliceProgress | None":
+        """The progress an earlier process recorded for level ``depth + 1``, its unlisted folders (a
+        slice killed while it wrote) removed; None when there is none to resume."""
+        path = store.level_dir(depth + 1) / PROGRESS_FILE
+        try:
+            doc = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise WarehouseError(f"{path}: unreadable ({exc}); remove the file to compute the level "
+                                 "again from its first slice") from None
+        if doc.get("version") != VERSION or doc.get("depth") != depth:
+            raise WarehouseError(f"{path}: the progress of another level or engine version "
+                                 f"(version {doc.get('version')}, depth {doc.get('depth')}; expected "
+                                 f"{VERSION}, {depth}); remove the file to compute the level again")
+        progress = cls(store, depth, [int(b) for b in doc["bounds"]],
+                       [SliceRecord(**r) for r in doc["done"]])
+        listed = {r.folder for r in progress.done if r.folder}
+        missing = [f for f in listed if not (progress.level_dir / f).is_dir()]
+        if missing:
+            raise WarehouseError(f"{path}: lists the slice folder {progress.level_dir / missing[0]}, which is "
+                                 "missing; remove the file to compute the level again from its first slice")
+        for entry in progress.level_dir.iterdir():
+            if entry.name != PROGRESS_FILE and entry.name not in listed:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        return progress
+
+    # --- a slice ---------------------------------------------------------------------------------
+    @property
+    def slices(self) -> int:
+        return len(self.bounds) + 1
+
+    @property
+    def next_slice(self) -> int:
+        return self.done[-1].i + 1 if self.done else 0
+
+    def range(self, i: int) -> tuple[int | None, int | None]:
+        """Slice ``i``'s range of ``_ord``: [lo, hi), None where it is open."""
+        edges = [None, *self.bounds, None]
+        return edges[i], edges[i + 1]
+
+    def new_folder(self, i: int) -> Path:
+        """A folder of its own for one attempt at writing slice ``i``."""
+        return self.level_dir / f"slice-{i:04d}-{uuid.uuid4().hex[:12]}"
+
+    def record(self, record: SliceRecord) -> None:
+        """Slice ``record.i`` is written: listed, with its figures (the file replaced atomically)."""
+        if record.i != self.next_slice:
+            raise RuntimeError(f"slice {record.i} recorded after slice {self.next_slice - 1}: report it")
+        self.done.append(record)
+        self._save()
+
+    # --- the level so far --------------------------------------------------------------------
+    @property
+    def generated(self) -> int:
+        return sum(r.generated for r in self.done)
+
+    @property
+    def new(self) -> int:
+        return sum(r.new for r in self.done)
+
+    @property
+    def out(self) -> int:
+        return sum(r.out for r in self.done)
+
+    @property
+    def numbered(self) -> int:
+        """The ``_ord`` the next slice's first new state gets (the slices before number every row they
+        keep, within the constraint or not)."""
+        return self.new + self.out
+
+    def actions(self, names: list[str]) -> dict[str, int]:
+        total = dict.fromkeys(names, 0)
+        for r in self.done:
+            for a, n in r.actions.items():
+                total[a] = total.get(a, 0) + int(n)
+        return total
+
+    def folders(self) -> list[Path]:
+        """The written slices' folders that hold states, in order."""
+        return [self.level_dir / r.folder for r in self.done if r.folder]
+
+    def clear(self) -> None:
+        """The level committed (or ended by a finding): its progress is not resumed again."""
+        self.path.unlink(missing_ok=True)
+
+    def _save(self) -> None:
+        doc = {"version": VERSION, "depth": self.depth, "bounds": self.bounds,
+               "done": [asdict(r) for r in self.done]}
+        tmp = self.path.with_name(f".{PROGRESS_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True))
+        os.replace(tmp, self.path)
