@@ -10,12 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
 from conftest import TEST_MODELS, setting_args, short_run_env
 from engine.errors import WarehouseError
-from engine.search.slices import PROGRESS_FILE, SliceProgress
+from engine.search.slices import PROGRESS_FILE, SliceProgress, bounds_from_files, files_by_slice
 from test_counter import bfs, check
 
 
@@ -119,3 +121,50 @@ def test_a_level_progress_of_another_level_is_refused(tmp_path):
     (level / PROGRESS_FILE).write_text("{not json")
     with pytest.raises(WarehouseError, match=r"depth-000005/_slices.json: unreadable"):
         SliceProgress.resume(store, 4)
+
+
+def test_a_level_written_in_slices_is_sliced_along_its_files(capsys, tmp_path):
+    """A level whose frontier was itself written in slices is cut along the frontier's files (no split
+    copy: ``read=stored`` in the profile), also after a kill within it, and stores what the level
+    expanded whole stores."""
+    args = ("--config", "no_deadlock", "--set", "Steps=1,2,3", "--set", "Max=8")
+    whole = {"level_path": "spark", "slice_successors": 0}
+    sliced = {**whole, "slice_successors": 12, "profile": True}
+    code, _, err = check(capsys, tmp_path / "whole", *args, settings=whole)
+    assert code == 0, err
+    wh = tmp_path / "sliced" / "wh"
+    argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), *setting_args(**sliced), "check",
+            "counter", "--warehouse", str(wh), "--json", *args]
+    killed = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                            env=short_run_env(SSE_KILL_AT="after-slice-0:8"))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    code, res, err = check(capsys, tmp_path / "sliced", *args, settings=sliced)
+    assert code == 0, err
+    assert "engine: depth 8 resumes at slice 2 of 2" in err
+    assert re.search(r"profile depth 8: slices=2 read=stored", err)
+    want = bfs({1, 2, 3}, 8, deadlock=False)
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
+    assert _stored(tmp_path / "sliced").equals(_stored(tmp_path / "whole"))
+
+
+def _ord_file(path, ords):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"x": pa.array(ords, pa.int64()), "_ord": pa.array(ords, pa.int64())}), path)
+    return str(path)
+
+
+def test_slices_follow_the_files_only_where_no_file_meets_two(tmp_path):
+    # three blocks of files with disjoint ranges (two files in the first), as a level written in slices
+    files = [_ord_file(tmp_path / "a" / "1.parquet", [0, 4, 2]), _ord_file(tmp_path / "a" / "2.parquet", [1, 3, 5]),
+             _ord_file(tmp_path / "b" / "1.parquet", [6, 7, 8, 9]), _ord_file(tmp_path / "c" / "1.parquet", [10, 11])]
+    assert bounds_from_files(files, 1) == []
+    assert bounds_from_files(files, 2) == [6]                 # (at most 1.25 x 6 rows a slice)
+    even = [_ord_file(tmp_path / "e" / f"{i}.parquet", list(range(4 * i, 4 * i + 4))) for i in range(3)]
+    assert bounds_from_files(even, 2) == [4, 8]                # (one slice more than asked: none past 7.5 rows)
+    assert bounds_from_files(files, 3) is None                # (a block of 6 rows is over 1.25 x 4)
+    assert files_by_slice(files, [6, 10]) == [files[:2], [files[2]], [files[3]]]
+    assert files_by_slice(files, [3]) is None                 # (both files of the first block meet both slices)
+    # a level Spark wrote whole: every file spans it
+    whole = [_ord_file(tmp_path / "w" / f"{i}.parquet", list(range(i, 12, 3))) for i in range(3)]
+    assert bounds_from_files(whole, 2) is None

@@ -43,7 +43,7 @@ from engine.search.control import cancelled
 from engine.search.encoding import fingerprint_sql
 from engine.search.expand import CompiledModel, slice_bounds, slice_line
 from engine.search.invariants import InvariantSuite, guarded
-from engine.search.slices import SliceProgress, SliceRecord, count_slices
+from engine.search.slices import SliceProgress, SliceRecord, bounds_from_files, count_slices, files_by_slice
 from engine.search.symmetry import canonical_fingerprint_stages, check_paths
 from engine.settings import Settings
 from engine.store.runs import LevelFigures, RunStore, largest_fanout, test_hook
@@ -584,22 +584,30 @@ class AcceleratedSearch:
         at its next slice; the level is committed once, after its last. A violation or deadlock ends
         the level at its slice, with the figures of the slices through it."""
         self._settle()  # (the level before committed: each slice writes into this level's folder)
-        # The frontier split by ``_ord`` once, into a folder per slice (one pass over the level), so
-        # that each slice reads its own states only; kept until the level is committed, for a resume.
+        # A slice reads the level's stored files that meet its range of ``_ord`` (``files_by_slice``:
+        # a level written in slices has files of disjoint ranges); where the files span the level,
+        # the frontier is split by ``_ord`` once, into a folder per slice (one pass over the level),
+        # kept until the level is committed, for a resume.
         split = self.store.root / "_frontier" / f"slices-{depth:06d}"
-        if progress is not None and not split.is_dir():
-            progress = None  # (the split is gone: the level from its start)
+        groups = None
+        if progress is not None:
+            groups = files_by_slice(self.store.level_files(depth), progress.bounds)
+            if groups is None and not split.is_dir():
+                progress = None  # (the split is gone: the level from its start)
         if progress is None:
-            if self.kept is not None and self.kept[0] == depth:
-                source = self.kept[1].where("_in_model").select(*self.table_cols)
+            held = self.kept is not None and self.kept[0] == depth
+            source = (self.kept[1].where("_in_model").select(*self.table_cols) if held
+                      else self.read_level(depth))
+            bounds = None if held else bounds_from_files(self.store.level_files(depth), slices)
+            if bounds is not None:
+                groups = files_by_slice(self.store.level_files(depth), bounds)
             else:
-                source = self.read_level(depth)
-            bounds = slice_bounds(source, slices)
-            which = F.lit(0)
-            for i, b in enumerate(bounds):
-                which = F.when(F.col("_ord") >= F.lit(b), F.lit(i + 1)).otherwise(which)
-            shutil.rmtree(split, ignore_errors=True)
-            source.withColumn("_slice", which).write.partitionBy("_slice").parquet(str(split))
+                bounds = slice_bounds(source, slices)
+                which = F.lit(0)
+                for i, b in enumerate(bounds):
+                    which = F.when(F.col("_ord") >= F.lit(b), F.lit(i + 1)).otherwise(which)
+                shutil.rmtree(split, ignore_errors=True)
+                source.withColumn("_slice", which).write.partitionBy("_slice").parquet(str(split))
             progress = SliceProgress.start(self.store, depth, bounds)  # (the split whole)
         else:
             print(f"engine: depth {depth + 1} resumes at slice {progress.next_slice + 1} of {progress.slices}",
@@ -607,7 +615,7 @@ class AcceleratedSearch:
         if self.kept is not None:
             self.kept[1].unpersist()  # (the level before's states: in the split folder now)
             self.kept = None
-        self.timer.note(f"slices={progress.slices}")
+        self.timer.note(f"slices={progress.slices}" + ("" if groups is None else " read=stored"))
         self.timer.mark("split")
         n_gen, n_new, n_out, numbered = progress.generated, progress.new, progress.out, progress.numbered
         per_action = progress.actions(self.cm.action_names)
@@ -618,12 +626,19 @@ class AcceleratedSearch:
                                       .parquet(*map(str, progress.folders())).select("_fp", "_fp2")))
         violation = deadlocked = None
         for i in range(progress.next_slice, progress.slices):
-            files = sorted(str(f) for f in (split / f"_slice={i}").glob("*.parquet"))
-            n_part = sum(pq.read_metadata(f).num_rows for f in files)
+            if groups is None:
+                files = sorted(str(f) for f in (split / f"_slice={i}").glob("*.parquet"))
+                n_part = sum(pq.read_metadata(f).num_rows for f in files)
+                rows = self.spark.read.schema(self.store.spark_schema).parquet(*files) if files else None
+            else:
+                lo, hi = progress.range(i)
+                rows = (self.spark.read.schema(self.store.spark_schema).parquet(*groups[i])
+                        .where(F.lit(True) if lo is None else F.col("_ord") >= F.lit(lo))
+                        .where(F.lit(True) if hi is None else F.col("_ord") < F.lit(hi))) if groups[i] else None
+                n_part = rows.count() if rows is not None else 0  # (the _ord column alone is read)
             if n_part == 0:
                 progress.record(SliceRecord(i, None, 0, 0, 0, 0))
                 continue
-            rows = self.spark.read.schema(self.store.spark_schema).parquet(*files)
             frontier = checkpoint(self._as_frontier(rows).repartition(self._frontier_parts(n_part), "_ord"))
             self.timer.mark("frontier")
             succ, n_got, got, deadlocked = self._expanded(depth, frontier, None, n_part)

@@ -14,13 +14,16 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from engine.errors import WarehouseError
 from engine.store.runs import LevelFigures, RunStore, recent_fanout
 
-__all__ = ["SliceProgress", "SliceRecord", "PROGRESS_FILE", "count_slices"]
+__all__ = ["SliceProgress", "SliceRecord", "PROGRESS_FILE", "bounds_from_files", "count_slices", "files_by_slice"]
 
 PROGRESS_FILE = "_slices.json"
 VERSION = 1
@@ -38,6 +41,82 @@ def count_slices(n_frontier: int, figs: list[LevelFigures], most: int, actions: 
     fanout = recent_fanout(figs)
     expected = n_frontier * (fanout * FANOUT_MARGIN if fanout is not None else actions)
     return max(1, -(-int(expected) // most))
+
+
+def _ord_range(path: str) -> tuple[int, int, int] | None:
+    """A Parquet file's least and greatest ``_ord`` and its rows, from its footer; None without them."""
+    meta = pq.read_metadata(path)
+    if meta.num_rows == 0:
+        return 0, -1, 0
+    lo = hi = None
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        col = next((group.column(c) for c in range(group.num_columns) if group.column(c).path_in_schema == "_ord"),
+                   None)
+        stats = col.statistics if col is not None else None
+        if stats is None or not stats.has_min_max:
+            return None
+        lo = stats.min if lo is None else min(lo, stats.min)
+        hi = stats.max if hi is None else max(hi, stats.max)
+    return int(lo), int(hi), meta.num_rows
+
+
+def _ranges(files: Sequence[str]) -> list[tuple[str, int, int, int]] | None:
+    """Each file with rows, with its least and greatest ``_ord`` and its rows; None when a file has no
+    statistics for ``_ord``."""
+    ranges = []
+    for f in files:
+        r = _ord_range(f)
+        if r is None:
+            return None
+        if r[2]:
+            ranges.append((f, *r))
+    return ranges
+
+
+def files_by_slice(files: Sequence[str], bounds: list[int]) -> list[list[str]] | None:
+    """For each slice of a level cut at ``bounds`` (``SliceProgress.bounds``), the level's stored
+    ``files`` whose range of ``_ord`` meets the slice's (their footers say): a slice reads its own
+    files, and the level needs no split copy. None where a file meets two slices (it would be read
+    twice) or has no statistics."""
+    ranges = _ranges(files)
+    if ranges is None:
+        return None
+    edges = [None, *bounds, None]
+    groups: list[list[str]] = []
+    for i in range(len(bounds) + 1):
+        lo, hi = edges[i], edges[i + 1]
+        groups.append([f for f, a, b, _ in ranges if (lo is None or b >= lo) and (hi is None or a < hi)])
+    return groups if sum(map(len, groups)) == len(ranges) else None
+
+
+def bounds_from_files(files: Sequence[str], slices: int, most_over: float = 1.25) -> list[int] | None:
+    """Bounds that cut a level along its stored ``files``, none read by two slices, into slices of at
+    most ``most_over`` times an even share of ``slices`` (a few more slices than ``slices`` where
+    its blocks do not divide evenly): a level written in slices (or in ``_ord``'s order) has blocks
+    of files whose ranges of ``_ord`` are disjoint, and consecutive blocks make a slice. None where
+    a block is larger than that (a level Spark wrote whole is one block) or a file has no
+    statistics."""
+    ranges = _ranges(files)
+    if not ranges:
+        return None
+    blocks: list[list[int]] = []  # [least _ord, greatest _ord, rows], disjoint, in order
+    for _, a, b, n in sorted(ranges, key=lambda r: r[1]):
+        if blocks and a <= blocks[-1][1]:
+            blocks[-1][1] = max(blocks[-1][1], b)
+            blocks[-1][2] += n
+        else:
+            blocks.append([a, b, n])
+    most = most_over * sum(n for *_, n in blocks) / slices
+    if max(n for *_, n in blocks) > most:
+        return None
+    bounds, rows = [], 0
+    for a, _, n in blocks:
+        if rows and rows + n > most:  # (a slice holds at most ``most`` rows; a few more slices than asked may be cut)
+            bounds.append(a)
+            rows = 0
+        rows += n
+    return bounds
 
 
 @dataclass
