@@ -65,6 +65,19 @@ def test_a_sliced_level_finds_the_shortest_deadlock_and_violation(capsys, tmp_pa
     assert len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
 
 
+def _whole_and_killed(capsys, tmp_path, args, whole, sliced, kill_at):
+    """The counter run with ``whole`` settings in tmp_path/whole, and with ``sliced`` ones in
+    tmp_path/sliced, killed at ``kill_at`` (SSE_KILL_AT) in a process of its own: its warehouse."""
+    code, _, err = check(capsys, tmp_path / "whole", *args, settings=whole)
+    assert code == 0, err
+    wh = tmp_path / "sliced" / "wh"
+    argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), *setting_args(**sliced), "check",
+            "counter", "--warehouse", str(wh), "--json", *args]
+    killed = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=short_run_env(SSE_KILL_AT=kill_at))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    return wh
+
+
 @pytest.mark.parametrize("path", ["accelerated", "portable"])
 def test_a_run_killed_within_a_sliced_level_resumes_at_its_next_slice(capsys, tmp_path, path):
     """Killed once slice 2 of level 4 is written and listed (SSE_KILL_AT=after-slice-1:4), with a torn
@@ -74,14 +87,7 @@ def test_a_run_killed_within_a_sliced_level_resumes_at_its_next_slice(capsys, tm
     args = ("--config", "no_deadlock", "--set", "Steps=1,3", "--set", "Max=9", "--set", "Cap=6")
     whole = {"path": path, "level_path": "spark", "slice_successors": 0}
     sliced = {**whole, "slice_successors": 3}
-    code, _, err = check(capsys, tmp_path / "whole", *args, settings=whole)
-    assert code == 0, err
-    wh = tmp_path / "sliced" / "wh"
-    argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), *setting_args(**sliced), "check",
-            "counter", "--warehouse", str(wh), "--json", *args]
-    killed = subprocess.run(argv, capture_output=True, text=True, timeout=900,
-                            env=short_run_env(SSE_KILL_AT="after-slice-1:4"))
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    wh = _whole_and_killed(capsys, tmp_path, args, whole, sliced, "after-slice-1:4")
     (level,) = glob.glob(str(wh / "**" / "states" / "depth-000004"), recursive=True)
     progress = json.loads((Path(level) / PROGRESS_FILE).read_text())
     assert [r["i"] for r in progress["done"]] == [0, 1] and len(progress["bounds"]) >= 2
@@ -130,14 +136,7 @@ def test_a_level_written_in_slices_is_sliced_along_its_files(capsys, tmp_path):
     args = ("--config", "no_deadlock", "--set", "Steps=1,2,3", "--set", "Max=8")
     whole = {"level_path": "spark", "slice_successors": 0}
     sliced = {**whole, "slice_successors": 12, "profile": True}
-    code, _, err = check(capsys, tmp_path / "whole", *args, settings=whole)
-    assert code == 0, err
-    wh = tmp_path / "sliced" / "wh"
-    argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), *setting_args(**sliced), "check",
-            "counter", "--warehouse", str(wh), "--json", *args]
-    killed = subprocess.run(argv, capture_output=True, text=True, timeout=900,
-                            env=short_run_env(SSE_KILL_AT="after-slice-0:8"))
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    _whole_and_killed(capsys, tmp_path, args, whole, sliced, "after-slice-0:8")
     code, res, err = check(capsys, tmp_path / "sliced", *args, settings=sliced)
     assert code == 0, err
     assert "engine: depth 8 resumes at slice 2 of 2" in err
