@@ -26,30 +26,57 @@ def _stored(wh):
     return DeltaTable(path).to_pyarrow_table().sort_by([("_depth", "ascending"), ("_ord", "ascending")])
 
 
-@pytest.mark.parametrize("variant", [
-    {},
+@pytest.mark.parametrize("variant, kill", [
+    ({}, True),
     # Past driver_seen_max the driver forgets the stored fingerprints; repeats within a slice are
     # still blanked (SeenFilter.forget_stored).
-    {"driver_seen_max": 3},
-    {"narrow_on_driver": 0, "broadcast_rows": 0},
+    ({"driver_seen_max": 3}, False),
+    ({"narrow_on_driver": 0, "broadcast_rows": 0}, False),
     # The seen index made in a slice, at its first use, serves the slices after it.
-    {"index_from": 0, "driver_seen_max": 0},
-    {"path": "portable"},
+    ({"index_from": 0, "driver_seen_max": 0}, False),
+    ({"path": "portable"}, True),
 ])
-def test_a_sliced_level_is_the_level_expanded_whole(capsys, tmp_path, variant):
+def test_a_sliced_level_is_the_level_expanded_whole(capsys, tmp_path, variant, kill):
+    """Sliced, the run stores what it stores expanded whole, and has the independent search's figures.
+    With ``kill``, the sliced run is killed once slice 2 of level 4 is written and listed
+    (SSE_KILL_AT=after-slice-1:4) and a torn slice's folder is put beside the listed ones (what a
+    kill during a slice's write leaves): the next start computes level 4 from its slice 3 on, drops
+    the torn folder, and keeps the per-action counts of the slices before the kill."""
     args = ("--config", "no_deadlock", "--set", "Steps=1,3", "--set", "Max=9", "--set", "Cap=6")
     whole = {"level_path": "spark", "slice_successors": 0, **variant}
     sliced = {**whole, "slice_successors": 3}
-    code, res, _ = check(capsys, tmp_path / "whole", *args, settings=whole)
-    assert code == 0
+    want = bfs({1, 3}, 9, cap=6, deadlock=False)
+    if kill:
+        wh = _whole_and_killed(capsys, tmp_path, args, whole, sliced, "after-slice-1:4")
+        (level,) = map(Path, glob.glob(str(wh / "**" / "states" / "depth-000004"), recursive=True))
+        progress = json.loads((level / PROGRESS_FILE).read_text())
+        assert [r["i"] for r in progress["done"]] == [0, 1] and len(progress["bounds"]) >= 2
+        listed = {r["folder"] for r in progress["done"] if r["folder"]}
+        torn = level / "slice-0002-torn"
+        torn.mkdir()
+        shutil.copy(next((level / min(listed)).glob("*.parquet")), torn / "part-00000-torn.parquet")
+    else:
+        code, res, _ = check(capsys, tmp_path / "whole", *args, settings=whole)
+        assert code == 0
+        assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+            (want["distinct"], want["generated"], want["depth"])
     code, cut, err = check(capsys, tmp_path / "sliced", *args, settings=sliced)
     assert code == 0, err
-    want = bfs({1, 3}, 9, cap=6, deadlock=False)
-    for got in (res, cut):
-        assert (got["distinct_states"], got["states_generated"], got["depth"]) == \
-            (want["distinct"], want["generated"], want["depth"])
+    assert (cut["distinct_states"], cut["states_generated"], cut["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
     assert re.search(r"engine: depth \d+, slice 3 of [3-9]: ", err)  # (levels were sliced)
     assert _stored(tmp_path / "sliced").equals(_stored(tmp_path / "whole"))
+    if kill:
+        assert "engine: depth 4 resumes at slice 3 of" in err
+        assert "depth 4, slice 1 of" not in err and "depth 4, slice 2 of" not in err
+        assert not torn.exists() and not (level / PROGRESS_FILE).exists()
+        assert _actions(tmp_path / "sliced") == _actions(tmp_path / "whole")
+
+
+def _actions(tmp_path):
+    """Each committed level's per-action generated counts, from the states table's history."""
+    (path,) = glob.glob(str(tmp_path / "wh" / "**" / "states"), recursive=True)
+    return {int(c["depth"]): json.loads(c["actions_generated"]) for c in DeltaTable(path).history() if "depth" in c}
 
 
 @pytest.mark.parametrize("path", ["accelerated", "portable"])
@@ -76,42 +103,6 @@ def _whole_and_killed(capsys, tmp_path, args, whole, sliced, kill_at):
     killed = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=short_run_env(SSE_KILL_AT=kill_at))
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     return wh
-
-
-@pytest.mark.parametrize("path", ["accelerated", "portable"])
-def test_a_run_killed_within_a_sliced_level_resumes_at_its_next_slice(capsys, tmp_path, path):
-    """Killed once slice 2 of level 4 is written and listed (SSE_KILL_AT=after-slice-1:4), with a torn
-    slice's folder beside the listed ones (what a kill during a slice's write leaves): the next start
-    computes level 4 from its slice 3 on, drops the torn folder, and stores what the run expanded
-    whole stores."""
-    args = ("--config", "no_deadlock", "--set", "Steps=1,3", "--set", "Max=9", "--set", "Cap=6")
-    whole = {"path": path, "level_path": "spark", "slice_successors": 0}
-    sliced = {**whole, "slice_successors": 3}
-    wh = _whole_and_killed(capsys, tmp_path, args, whole, sliced, "after-slice-1:4")
-    (level,) = glob.glob(str(wh / "**" / "states" / "depth-000004"), recursive=True)
-    progress = json.loads((Path(level) / PROGRESS_FILE).read_text())
-    assert [r["i"] for r in progress["done"]] == [0, 1] and len(progress["bounds"]) >= 2
-    listed = {r["folder"] for r in progress["done"] if r["folder"]}
-    torn = Path(level) / "slice-0002-torn"
-    torn.mkdir()
-    shutil.copy(next((Path(level) / min(listed)).glob("*.parquet")), torn / "part-00000-torn.parquet")
-
-    code, res, err = check(capsys, tmp_path / "sliced", *args, settings=sliced)
-    assert code == 0, err
-    assert "engine: depth 4 resumes at slice 3 of" in err
-    assert "depth 4, slice 1 of" not in err and "depth 4, slice 2 of" not in err
-    want = bfs({1, 3}, 9, cap=6, deadlock=False)
-    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
-        (want["distinct"], want["generated"], want["depth"])
-    assert _stored(tmp_path / "sliced").equals(_stored(tmp_path / "whole"))
-    assert not torn.exists() and not (Path(level) / PROGRESS_FILE).exists()
-    per_level = {int(c["depth"]): json.loads(c["actions_generated"])
-                 for c in DeltaTable(glob.glob(str(wh / "**" / "states"), recursive=True)[0]).history()
-                 if "depth" in c}
-    whole_levels = {int(c["depth"]): json.loads(c["actions_generated"])
-                    for c in DeltaTable(glob.glob(str(tmp_path / "whole" / "wh" / "**" / "states"),
-                                                  recursive=True)[0]).history() if "depth" in c}
-    assert per_level == whole_levels  # (the per-action counts of the slices before the kill kept)
 
 
 def test_a_level_progress_of_another_level_is_refused(tmp_path):
