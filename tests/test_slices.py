@@ -81,14 +81,24 @@ def _actions(tmp_path):
 
 @pytest.mark.parametrize("path", ["accelerated", "portable"])
 def test_a_sliced_level_finds_the_shortest_deadlock_and_violation(capsys, tmp_path, path):
+    """The shortest traces to a deadlock and to a violation, with the levels sliced; the violation
+    also after a kill once its slice is written."""
     sliced = {"path": path, "level_path": "spark", "slice_successors": 2}
     code, res, err = check(capsys, tmp_path / "dead", "--set", "Steps=1,2", "--set", "Max=5", settings=sliced)
     assert code == 11, err
     assert "slice 2 of" in err
     assert len(res["trace"]) == bfs({1, 2}, 5)["trace_length"]
-    code, res, err = check(capsys, tmp_path / "inv", "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
-                           "--set", "Limit=5", settings=sliced)
+    # The violation is in level 4's last slice (slice 5): a run killed once that slice is written
+    # computes it again, rather than resuming past it.
+    args = ("--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8", "--set", "Limit=5")
+    argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), *setting_args(**sliced), "check",
+            "counter", "--warehouse", str(tmp_path / "inv" / "wh"), "--json", *args]
+    killed = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                            env=short_run_env(SSE_KILL_AT="after-slice-4:4"))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    code, res, err = check(capsys, tmp_path / "inv", *args, settings=sliced)
     assert code == 12, err
+    assert "engine: depth 4 resumes at slice 5 of 5" in err
     assert len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
 
 

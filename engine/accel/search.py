@@ -667,7 +667,8 @@ class AcceleratedSearch:
             folder = progress.new_folder(i) if got_new else None
             if folder is not None:
                 cand.where("_in_model").select(*self.table_cols).write.parquet(str(folder))
-            progress.record(SliceRecord(i, folder.name if folder else None, n_part, n_got, got_new, got_out, got))
+            progress.record(SliceRecord(i, folder.name if folder else None, n_part, n_got, got_new, got_out, got),
+                            listed=violation is None)
             self.timer.mark("write")
             print(slice_line(depth + 1, i, progress.slices, n_part, n_got, got_new, time.time() - t0),
                   file=sys.stderr, flush=True)

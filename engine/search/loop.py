@@ -400,7 +400,7 @@ class PortableSearch:
                 # (listed once its suite's verdict is in: a resumed level does not validate it again)
                 self.validations.flush()
                 progress.record(SliceRecord(i, folder.name if folder else None, n_part, counts.generated,
-                                            got_new, got_out, counts.per_action))
+                                            got_new, got_out, counts.per_action), listed=violation is None)
                 n_new, n_out = n_new + got_new, n_out + got_out
                 print(expand.slice_line(depth + 1, i, progress.slices, n_part, counts.generated, got_new,
                                         time.time() - t0), file=sys.stderr, flush=True)

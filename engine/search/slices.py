@@ -198,12 +198,15 @@ class SliceProgress:
         """A folder of its own for one attempt at writing slice ``i``."""
         return self.level_dir / f"slice-{i:04d}-{uuid.uuid4().hex[:12]}"
 
-    def record(self, record: SliceRecord) -> None:
-        """Slice ``record.i`` is written: listed, with its figures (the file replaced atomically)."""
+    def record(self, record: SliceRecord, listed: bool = True) -> None:
+        """Slice ``record.i`` is written: listed, with its figures (the file replaced atomically). A
+        slice that ends the level (a violation) is not ``listed``, only kept for the level's commit:
+        a run killed before that commit computes the slice again, and meets the violation again."""
         if record.i != self.next_slice:
             raise RuntimeError(f"slice {record.i} recorded after slice {self.next_slice - 1}: report it")
         self.done.append(record)
-        self._save()
+        if listed:
+            self._save()
 
     # --- the level so far --------------------------------------------------------------------
     @property
