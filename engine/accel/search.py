@@ -593,7 +593,10 @@ class AcceleratedSearch:
         if progress is not None:
             groups = files_by_slice(self.store.level_files(depth), progress.bounds)
             if groups is None and not split.is_dir():
-                progress = None  # (the split is gone: the level from its start)
+                # The split is gone: the level from its start, its progress forgotten first (a run
+                # killed while it splits again must not take a part of the new split for the old one).
+                progress.clear()
+                progress = None
         if progress is None:
             held = self.kept is not None and self.kept[0] == depth
             source = (self.kept[1].where("_in_model").select(*self.table_cols) if held
