@@ -611,7 +611,7 @@ class AcceleratedSearch:
                     which = F.when(F.col("_ord") >= F.lit(b), F.lit(i + 1)).otherwise(which)
                 shutil.rmtree(split, ignore_errors=True)
                 source.withColumn("_slice", which).write.partitionBy("_slice").parquet(str(split))
-            progress = SliceProgress.start(self.store, depth, bounds)  # (the split whole)
+            progress = SliceProgress.start(self.store, depth, bounds)  # (after the split, if any, is whole)
         else:
             print(f"engine: depth {depth + 1} resumes at slice {progress.next_slice + 1} of {progress.slices}",
                   file=sys.stderr, flush=True)
@@ -634,10 +634,8 @@ class AcceleratedSearch:
                 n_part = sum(pq.read_metadata(f).num_rows for f in files)
                 rows = self.spark.read.schema(self.store.spark_schema).parquet(*files) if files else None
             else:
-                lo, hi = progress.range(i)
-                rows = (self.spark.read.schema(self.store.spark_schema).parquet(*groups[i])
-                        .where(F.lit(True) if lo is None else F.col("_ord") >= F.lit(lo))
-                        .where(F.lit(True) if hi is None else F.col("_ord") < F.lit(hi))) if groups[i] else None
+                rows = (progress.within(self.spark.read.schema(self.store.spark_schema).parquet(*groups[i]), i)
+                        if groups[i] else None)
                 n_part = rows.count() if rows is not None else 0  # (the _ord column alone is read)
             if n_part == 0:
                 progress.record(SliceRecord(i, None, 0, 0, 0, 0))

@@ -357,13 +357,7 @@ class PortableSearch:
         violation = None
         try:
             for i in range(progress.next_slice, progress.slices):
-                lo, hi = progress.range(i)
-                part = source
-                if lo is not None:
-                    part = part.where(F.col("_ord") >= F.lit(lo))
-                if hi is not None:
-                    part = part.where(F.col("_ord") < F.lit(hi))
-                part = self._checkpoint(part)
+                part = self._checkpoint(progress.within(source, i))
                 n_part = part.count()
                 if n_part == 0:
                     progress.record(SliceRecord(i, None, 0, 0, 0, 0))

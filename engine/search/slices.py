@@ -19,9 +19,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from engine.errors import WarehouseError
-from engine.store.runs import LevelFigures, RunStore, recent_fanout
+from engine.store.runs import LevelFigures, RunStore, recent_fanout, sum_counts
 
 __all__ = ["SliceProgress", "SliceRecord", "PROGRESS_FILE", "bounds_from_files", "count_slices", "files_by_slice"]
 
@@ -194,6 +196,15 @@ class SliceProgress:
         edges = [None, *self.bounds, None]
         return edges[i], edges[i + 1]
 
+    def within(self, rows: DataFrame, i: int) -> DataFrame:
+        """The ``rows`` (with ``_ord``) of slice ``i``'s range."""
+        lo, hi = self.range(i)
+        if lo is not None:
+            rows = rows.where(F.col("_ord") >= F.lit(lo))
+        if hi is not None:
+            rows = rows.where(F.col("_ord") < F.lit(hi))
+        return rows
+
     def new_folder(self, i: int) -> Path:
         """A folder of its own for one attempt at writing slice ``i``."""
         return self.level_dir / f"slice-{i:04d}-{uuid.uuid4().hex[:12]}"
@@ -228,11 +239,8 @@ class SliceProgress:
         return self.new + self.out
 
     def actions(self, names: list[str]) -> dict[str, int]:
-        total = dict.fromkeys(names, 0)
-        for r in self.done:
-            for a, n in r.actions.items():
-                total[a] = total.get(a, 0) + int(n)
-        return total
+        """The written slices' per-action counts, every action of ``names`` named."""
+        return {**dict.fromkeys(names, 0), **sum_counts(r.actions for r in self.done)}
 
     def folders(self) -> list[Path]:
         """The written slices' folders that hold states, in order."""
