@@ -80,12 +80,21 @@ public final class Canonical extends Expression implements java.io.Serializable 
 
     static final class Perm {
         UTF8String[] from, to;  // the renaming, without fixed points
+        long[] prefix;          // each of from's first 8 bytes (UTF8String.getPrefix)
         int[][] pos;            // per symmetric set (its position in the plan), the old position of each new entry
         boolean renames() { return from.length > 0; }
 
-        /** A few model values: a scan is cheaper than hashing each string. */
+        /** A few model values: a scan is cheaper than hashing each string, and a short one (a model
+         *  value's name is) is compared as one long. */
         UTF8String renamed(UTF8String v) {
             int n = v.numBytes();
+            if (n <= 8) {
+                long x = v.getPrefix();
+                for (int i = 0; i < from.length; i++) {
+                    if (prefix[i] == x && from[i].numBytes() == n) return to[i];
+                }
+                return v;
+            }
             for (int i = 0; i < from.length; i++) {
                 if (from[i].numBytes() == n && from[i].equals(v)) return to[i];
             }
@@ -134,6 +143,8 @@ public final class Canonical extends Expression implements java.io.Serializable 
                 }
                 p.from = from.toArray(new UTF8String[0]);
                 p.to = to.toArray(new UTF8String[0]);
+                p.prefix = new long[p.from.length];
+                for (int k = 0; k < p.from.length; k++) p.prefix[k] = p.from[k].getPrefix();
                 p.pos = new int[sets.size()][];
                 for (int s = 0; s < sets.size(); s++) {
                     JsonNode pos = ps.get(i).get("pos").get(sets.get(s));
@@ -362,94 +373,174 @@ public final class Canonical extends Expression implements java.io.Serializable 
         }
     }
 
+    // ---- comparing images without making them ------------------------------------------------------
+
+    /** {@code perm} where it changes the value at {@code n}, else null (the value as it is). */
+    private static Perm acting(Perm perm, Node n) {
+        return perm == null || !(perm.renames() ? n.touchedRenaming : n.touchedFixed) ? null : perm;
+    }
+
+    /** {@code compare(permute(x, n, px), permute(y, n, py), n)}, where a null permutation leaves a value
+     *  as it is, computed without making either image: strings are renamed as they are compared, a
+     *  function's entries are read through the permutation's positions and a set's through the order
+     *  its renamed entries sort in. */
+    static int compareUnder(Object x, Perm px, Object y, Perm py, Node n) {
+        px = acting(px, n);
+        py = acting(py, n);
+        if (px == null && py == null) return x == y ? 0 : compare(x, y, n);
+        if (x == null) return y == null ? 0 : -1;
+        if (y == null) return 1;
+        switch (n.kind) {
+            case STRING: {
+                UTF8String a = px == null ? (UTF8String) x : px.renamed((UTF8String) x);
+                UTF8String b = py == null ? (UTF8String) y : py.renamed((UTF8String) y);
+                return Integer.signum(a.binaryCompare(b));
+            }
+            case STRUCT: {
+                InternalRow a = (InternalRow) x, b = (InternalRow) y;
+                for (int i = 0; i < n.fields.length; i++) {
+                    Node f = n.fields[i];
+                    int c = compareUnder(get(a, i, f), px, get(b, i, f), py, f);
+                    if (c != 0) return c;
+                }
+                return 0;
+            }
+            case ARRAY: {
+                ArrayData a = (ArrayData) x, b = (ArrayData) y;
+                int[] ia = entries(a, px, n), ib = entries(b, py, n);
+                int la = ia == null ? a.numElements() : ia.length, lb = ib == null ? b.numElements() : ib.length;
+                int len = Math.min(la, lb);
+                for (int j = 0; j < len; j++) {
+                    int c = compareUnder(get(a, ia == null ? j : ia[j], n.elem), px,
+                                         get(b, ib == null ? j : ib[j], n.elem), py, n.elem);
+                    if (c != 0) return c;
+                }
+                return Integer.compare(la, lb);
+            }
+            default:
+                return compare(x, y, n);
+        }
+    }
+
+    /** Which old entry each entry of the array's image under {@code perm} comes from; null: each its own. */
+    private static int[] entries(ArrayData a, Perm perm, Node n) {
+        if (perm == null) return null;
+        if (n.set >= 0) return perm.pos[n.set];
+        if (!n.sorted) return null;
+        // A set: its renamed entries sorted again (binary insertion: sets are small, and renaming
+        // leaves most of one in order).
+        int len = a.numElements();
+        int[] order = new int[len];
+        Object[] e = new Object[len];
+        for (int j = 0; j < len; j++) e[j] = get(a, j, n.elem);
+        for (int j = 0; j < len; j++) {
+            int lo = 0, hi = j;
+            while (lo < hi) {
+                int mid = (lo + hi) >>> 1;
+                if (compareUnder(e[order[mid]], perm, e[j], perm, n.elem) <= 0) lo = mid + 1; else hi = mid;
+            }
+            System.arraycopy(order, lo, order, lo + 1, j - lo);
+            order[lo] = j;
+        }
+        return order;
+    }
+
     // ---- the smallest image -------------------------------------------------------------------------
 
-    private static InternalRow key(Plan p, Object[] decoded, Perm perm) {
-        Object[] parts = new Object[p.key.length];
-        for (int i = 0; i < parts.length; i++) {
+    /** Per key part, each entry's rank among the part's entries (how many are smaller): a
+     *  permutation's key is its parts' entries in its order, so two keys compare as their ranks do. */
+    private static int[][] keyRanks(Plan p, InternalRow state) {
+        int[][] ranks = new int[p.key.length][];
+        for (int i = 0; i < p.key.length; i++) {
             KeyPart k = p.key[i];
             Node en = p.nodes[k.field].elem;
-            ArrayData a = (ArrayData) decoded[k.field];
-            int[] pos = perm.pos[k.set];
-            Object[] out = new Object[pos.length];
-            for (int j = 0; j < pos.length; j++) {
-                Object e = a == null ? null : get(a, pos[j], en);
+            ArrayData a = (ArrayData) get(state, k.field, p.nodes[k.field]);
+            int len = p.perms[0].pos[k.set].length;
+            Object[] e = new Object[len];
+            for (int j = 0; j < len; j++) {
+                Object v = a == null ? null : get(a, j, en);
                 if (k.kept == null) {
-                    out[j] = e;
+                    e[j] = v;
                 } else {
                     Object[] kept = new Object[k.kept.length];
                     for (int m = 0; m < kept.length; m++) {
-                        kept[m] = e == null ? null : get((InternalRow) e, k.kept[m], en.fields[k.kept[m]]);
+                        kept[m] = v == null ? null : get((InternalRow) v, k.kept[m], en.fields[k.kept[m]]);
                     }
-                    out[j] = new GenericInternalRow(kept);
+                    e[j] = new GenericInternalRow(kept);
                 }
             }
-            parts[i] = new GenericArrayData(out);
+            int[] r = new int[len];
+            for (int j = 0; j < len; j++) {
+                for (int l = 0; l < len; l++) if (compare(e[l], e[j], p.keyNodes[i].elem) < 0) r[j]++;
+            }
+            ranks[i] = r;
         }
-        return new GenericInternalRow(parts);
+        return ranks;
     }
 
-    private static int compareKeys(Plan p, InternalRow a, InternalRow b) {
-        for (int i = 0; i < p.key.length; i++) {
-            int c = compare(a.getArray(i), b.getArray(i), p.keyNodes[i]);
-            if (c != 0) return c;
+    private static int compareKeys(Plan p, int[][] ranks, Perm a, Perm b) {
+        for (int i = 0; i < ranks.length; i++) {
+            int[] pa = a.pos[p.key[i].set], pb = b.pos[p.key[i].set];
+            for (int j = 0; j < pa.length; j++) {
+                int c = Integer.compare(ranks[i][pa[j]], ranks[i][pb[j]]);
+                if (c != 0) return c;
+            }
         }
         return 0;
     }
 
     /** The smallest image of {@code state} by (cheap key, image); the identity's is the state itself.
-     *  The images are compared a variable at a time, as Spark compares structs, and only the
-     *  permutations still tied are applied to the next variable: most states are settled by their
-     *  first few variables, and the winner's image is assembled from the variables already permuted. */
+     *  The permutations with the smallest key are compared a variable at a time, as Spark compares
+     *  structs, without making their images (see {@code compareUnder}), and only those still tied
+     *  go on to the next variable: most states are settled by their first few variables. Only the
+     *  winner's image is made, and none where the winner is the identity. */
     public InternalRow canonical(InternalRow state) {
         Plan p = plan();
         int n = p.perms.length;
         int[] live = new int[n];
         int m = 0;
-        StructField[] fs = p.type.fields();
-        Object[] decoded = new Object[fs.length];
-        boolean[] isDecoded = new boolean[fs.length];
         if (p.key == null) {
             for (int i = 0; i < n; i++) live[m++] = i;
         } else {
-            for (KeyPart k : p.key) {
-                if (!isDecoded[k.field]) {
-                    decoded[k.field] = decode(get(state, k.field, p.nodes[k.field]), p.nodes[k.field]);
-                    isDecoded[k.field] = true;
-                }
-            }
-            InternalRow[] keys = new InternalRow[n];
-            InternalRow min = null;
+            int[][] ranks = keyRanks(p, state);
             for (int i = 0; i < n; i++) {
-                keys[i] = key(p, decoded, p.perms[i]);
-                if (min == null || compareKeys(p, keys[i], min) < 0) min = keys[i];
+                int c = m == 0 ? -1 : compareKeys(p, ranks, p.perms[i], p.perms[live[0]]);
+                if (c < 0) m = 0;
+                if (c <= 0) live[m++] = i;
             }
-            for (int i = 0; i < n; i++) if (compareKeys(p, keys[i], min) == 0) live[m++] = i;
         }
-        if (m == 1 && live[0] == 0) return state;
-        Object[][] images = new Object[n][];
-        for (int k = 0; k < m; k++) images[live[k]] = new Object[fs.length];
-        for (int f = 0; f < fs.length; f++) {
+        StructField[] fs = p.type.fields();
+        Object[] decoded = new Object[fs.length];
+        int compared = 0;
+        for (int f = 0; f < fs.length && m > 1; f++, compared++) {
             Node t = p.nodes[f];
-            // (one permutation left: read once anyway)
-            Object own = isDecoded[f] ? decoded[f] : m == 1 ? get(state, f, t) : decode(get(state, f, t), t);
-            Object best = null;
-            for (int k = 0; k < m; k++) {
+            Object own = decode(get(state, f, t), t);
+            decoded[f] = own;
+            int best = live[0];
+            int kept = 1;
+            for (int k = 1; k < m; k++) {
                 int i = live[k];
-                Object v = i == 0 ? own : permute(own, p.nodes[f], p.perms[i]);
-                images[i][f] = v;
-                if (m > 1 && (k == 0 || compare(v, best, t) < 0)) best = v;
-            }
-            if (m > 1) {
-                int kept = 0;
-                for (int k = 0; k < m; k++) {
-                    if (compare(images[live[k]][f], best, t) == 0) live[kept++] = live[k];
+                Perm pi = i == 0 ? null : p.perms[i], pb = best == 0 ? null : p.perms[best];
+                int c = compareUnder(own, pi, own, pb, t);
+                if (c < 0) {
+                    best = i;
+                    kept = 0;
                 }
-                m = kept;
+                if (c <= 0) live[kept++] = i;
             }
+            m = kept;
         }
         // Tied to the end: the images are equal, any one is the smallest.
-        return live[0] == 0 ? state : new GenericInternalRow(images[live[0]]);
+        int w = live[0];
+        if (w == 0) return state;
+        Object[] image = new Object[fs.length];
+        for (int f = 0; f < fs.length; f++) {
+            // (a variable already read as Java objects is permuted from them: reading Spark's binary
+            // row again makes a new view object for every nested value)
+            Object v = f < compared ? decoded[f] : get(state, f, p.nodes[f]);
+            image[f] = permute(v, p.nodes[f], p.perms[w]);
+        }
+        return new GenericInternalRow(image);
     }
 
     // ---- the expression -----------------------------------------------------------------------------
