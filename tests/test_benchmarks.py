@@ -228,3 +228,49 @@ def test_the_canonicalization_cost_is_measured_over_the_runs_stored_states(spark
     assert cost["canon_states"] == out.distinct_states > 1
     assert cost["canonical_fp_us"] > 0 and cost["plain_fp_us"] > 0
     assert cost["canonical_jvm_fp_us"] > 0  # (the JVM helper is loaded in the tests' session)
+
+
+canonical = load_script("benchmarks", "canonical")
+
+
+def test_canonical_benchmark_checks_a_runs_stored_fingerprints(spark, tmp_path, capsys):
+    """benchmarks/canonical.py recomputes a symmetric run's canonical fingerprints (the JVM helper's and
+    the SQL's) over a stored level and counts those that differ from the stored ones: none for the
+    run as written, one where a stored fingerprint was changed; it prints each way's cost a state."""
+    import glob
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from conftest import TEST_MODELS
+    from engine.model.loader import load_model, resolve_run
+    from engine.search.loop import check as run
+    spec = resolve_run(load_model("tokens", TEST_MODELS), None, ["Procs=p1,p2,p3", "Max=1", "LogLen=2"], None, None)
+    out = run(spec, tmp_path / "wh", spark=spark)
+    folder = os.path.dirname(out.tables["states"])
+    capsys.readouterr()
+    args = [folder, "--rounds", "1", "--check", "--models", str(TEST_MODELS)]
+    assert canonical.main(args, spark=spark) == 0
+    printed = capsys.readouterr().out
+    n = int(printed.splitlines()[0].split(", ")[1].split()[0].replace(",", ""))
+    assert n > 1
+    assert f"check helper: 0 of {n:,} states'" in printed and f"check sql: 0 of {n:,} states'" in printed
+    assert all(f"{kind:7s} round 0: wall" in printed for kind in ("plain", "helper", "sql"))
+    level = printed.splitlines()[0].split(": ")[1].split(",")[0]
+    files = sorted(glob.glob(os.path.join(out.tables["states"], level, "*.parquet")))
+    table = pq.read_table(files[0])
+    fps = table["_fp"].to_pylist()
+    fps[0] ^= 1
+    pq.write_table(table.set_column(table.schema.get_field_index("_fp"), "_fp", pa.array(fps, pa.int64())), files[0])
+    assert canonical.main([*args[:1], "--depth", str(int(level.split("-")[1])), *args[1:]], spark=spark) == 0
+    printed = capsys.readouterr().out
+    assert f"check helper: 1 of {n:,} states'" in printed and f"check sql: 1 of {n:,} states'" in printed
+
+
+def test_canonical_benchmark_names_what_it_cannot_read(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        canonical.main([str(tmp_path)])
+    assert e.value.code == 2
+    assert f"{tmp_path / 'run.json'}: no such file" in capsys.readouterr().err
+    (tmp_path / "run.json").write_text(json.dumps({"symmetry": False}))
+    with pytest.raises(SystemExit):
+        canonical.main([str(tmp_path)])
+    assert "the run has no symmetry" in capsys.readouterr().err
