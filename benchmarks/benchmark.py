@@ -317,16 +317,33 @@ def run_case(spark, case: str, startup: float, small: int, deadlock: bool | None
 CANON_KEYS = ("canon_states", "plain_fp_us", "canonical_fp_us", "canonical_jvm_fp_us")
 
 
+def fingerprint_variants(spark, schema: StructType, model, sets: dict[str, list[str]], using: str,
+                         settings: Settings) -> dict[str, list[list[str]]]:
+    """The projections giving ``_fp`` and ``_fp2`` three ways: ``plain`` (the state as it is),
+    ``canonical`` (symmetry's smallest image in SQL, the portable path's) and, where the JVM helper
+    is loaded and orders the state's types, ``canonical_jvm`` (the accelerator's)."""
+    from engine.search.encoding import fingerprint_sql
+    import engine.runtime.jvm_ext as jvm_ext
+    from engine.search.symmetry import canonical_fingerprint_stages, helper_supports
+    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], using=using)
+    variants = {
+        "plain": [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]],
+        "canonical": canonical_fingerprint_stages(schema, model.symmetry_shapes, sets, using=using,
+                                                  literal_permutations=settings.literal_permutations),
+    }
+    if jvm_ext.has_class(spark, "Canonical") and helper_supports(schema):
+        variants["canonical_jvm"] = canonical_fingerprint_stages(schema, model.symmetry_shapes, sets, using=using,
+                                                                 helper=True)
+    return variants
+
+
 def canonical_cost(spark, spec, run_root: Path, settings: Settings, rounds: int = 2) -> dict:
     """What symmetry's canonical fingerprint costs a state, against the plain fingerprint: both
     computed over the run's stored states (read from its Delta table and held in Spark's memory),
     each job run once to compile and warm its code, then ``rounds`` times; the best round's wall
     time per state. Measured apart from the search, so the figure is the canonicalization's own and
     not the actions'."""
-    from engine.search.encoding import JSON, fingerprint_sql
-    import engine.runtime.jvm_ext as jvm_ext
-    from engine.search.fingerprint import Fingerprinter
-    from engine.search.symmetry import canonical_fingerprint_stages, helper_supports
+    from engine.search.encoding import JSON
     from engine.store.deltaio import read_delta
     from engine.store.runs import RunStore
     using = RunStore.stored_spec(run_root).get("fingerprint") or JSON
@@ -334,16 +351,8 @@ def canonical_cost(spark, spec, run_root: Path, settings: Settings, rounds: int 
     schema = StructType([f for f in stored.schema.fields if f.name in spec.model.variable_names])
     states = stored.select(*schema.fieldNames()).localCheckpoint(eager=True)
     n = states.count()
-    fp1, fp2 = fingerprint_sql([(f.name, f.dataType) for f in schema.fields], using=using)
-    variants = {
-        "plain": [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]],
-        # the portable path's (the accelerator's where the JVM helper is not to be had)
-        "canonical": Fingerprinter(schema, spec.with_fingerprint(using), settings).stages,
-    }
-    if jvm_ext.has_class(spark, "Canonical") and helper_supports(schema):  # the accelerator's
-        variants["canonical_jvm"] = canonical_fingerprint_stages(
-            schema, spec.model.symmetry_shapes, {s: spec.constants[s] for s in spec.model.symmetry},
-            using=using, helper=True)
+    variants = fingerprint_variants(spark, schema, spec.model, {s: spec.constants[s] for s in spec.model.symmetry},
+                                    using, settings)
     out = {**dict.fromkeys(CANON_KEYS), "canon_states": n}
     for name, stages in variants.items():
         df = states
