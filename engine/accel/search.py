@@ -32,6 +32,7 @@ from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 import engine.accel.arrow_level as arrow_level
 import engine.accel.seen_index as seen_index
 import engine.runtime.jvm_ext as jvm_ext
+import engine.search.dedupe as dedupe
 from engine.accel.held import (HeldExpansion, HeldPlanUnavailable, HeldRows, nullable, partitions_of, rows_frame,
                                union_by_part)
 from engine.accel.seen_filter import PATH, SEEN, SeenFilter
@@ -244,20 +245,6 @@ class AcceleratedSearch:
         files = self.store.all_files(max_depth)
         return self.spark.read.schema(self.store.spark_schema).parquet(*files).select("_fp", "_fp2")
 
-    @staticmethod
-    def with_row_ids(checkpointed: DataFrame) -> DataFrame:
-        """A checkpoint's rows numbered ``_i`` by partition and position: the same numbers each time
-        it is read. (Numbered before the checkpoint, the non-deterministic id would keep Catalyst
-        from pushing the fingerprint into each action's branch of the union: a copy of every row.)"""
-        return checkpointed.withColumn("_i", F.monotonically_increasing_id())
-
-    @staticmethod
-    def first_keys(rows: DataFrame) -> DataFrame:
-        """One row per fingerprint of ``rows``: its ``_key`` and row id ``_i`` where ``_key`` is the
-        smallest (TLC keeps the first path by which it meets a state), from the narrow columns."""
-        return (rows.groupBy("_fp", "_fp2").agg(F.min(F.struct("_key", "_i")).alias("_m"))
-                .select("_fp", "_fp2", "_m._key", "_m._i"))
-
     def unseen(self, firsts: DataFrame, seen_depth: int, n_seen: int) -> DataFrame:
         """``firsts`` without the states stored through ``seen_depth`` (``n_seen`` of them)."""
         if n_seen < self.settings.index_from:
@@ -288,13 +275,13 @@ class AcceleratedSearch:
         Whole states (kilobytes each for bookkeeper) are neither shuffled nor sorted."""
         rows = succ
         path = [c for c in PATH if c != "_key"]  # (cand's columns: _key is not kept)
-        firsts = self.first_keys(rows)
+        firsts = dedupe.first_keys(rows)
         if self.dedupe_raw_first:
             # De-duplicated as generated, then keyed by their orbit and de-duplicated again: the
             # smallest key of an orbit is the smallest of its states' smallest keys.
             picked = self._by_row_id(rows, checkpoint(firsts.select("_i")), "left_semi")
             rows = checkpoint(self._with_stages(picked.drop("_fp", "_fp2"), self.fp_stages))
-            firsts = self.first_keys(rows)
+            firsts = dedupe.first_keys(rows)
         if (anti_join and also_seen is None and n_seen < self.settings.driver_seen_max
                 and n_gen <= self.settings.narrow_on_driver):
             # The first row per state, the anti-join and TLC's order on the driver, as for a small
@@ -384,7 +371,7 @@ class AcceleratedSearch:
         """The rows of ``rows`` whose ``_i`` is in ``picked`` (checkpointed, or on the driver: ``n_picked``
         rows), with its columns."""
         small = (picked.count() if n_picked is None else n_picked) <= self.settings.broadcast_rows
-        return rows.join(F.broadcast(picked) if small else picked, "_i", how)
+        return dedupe.by_row_id(rows, picked, how, small)
 
     def write_level(self, cand: DataFrame, depth: int) -> None:
         (cand.where("_in_model").select(*self.table_cols)
@@ -468,7 +455,7 @@ class AcceleratedSearch:
                 finding = self._finish_arrow_level(arrow_level.first_per_state(small), 1, n_gen, distinct_total,
                                                    generated_total, t0, None, {"Init": n_gen})
             else:
-                fps = self.with_row_ids(checkpoint(init))
+                fps = dedupe.with_row_ids(checkpoint(init))
                 n_gen = fps.count()
                 cand = self.new_states(fps, 1, anti_join=False)
                 finding = self._finish_level(cand, 1, n_gen, distinct_total, generated_total, t0,
@@ -716,7 +703,7 @@ class AcceleratedSearch:
         # level deferred (settings.defer_write) is submitted once this level's narrow columns are collected.
         self._wait_persisting()
         self.timer.mark("expand")
-        succ = self.with_row_ids(largest_first(made) if int(agg["n"]) >= LARGEST_FIRST_FROM else made)
+        succ = dedupe.with_row_ids(largest_first(made) if int(agg["n"]) >= LARGEST_FIRST_FROM else made)
         distinct = []
         if self.spec.deadlock:
             distinct.append(F.count_distinct("_parent_ord").alias("p"))

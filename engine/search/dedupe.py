@@ -1,18 +1,51 @@
 """Stage: de-duplicate. One row per fingerprint within a level: the first in TLC's order (the
 smallest ``_key``: the parent's position, then the action and the witness in the order Next names
 them), since TLC keeps the first path by which it meets a state. The one place successors are
-de-duplicated."""
+de-duplicated.
+
+Only the narrow columns are grouped: each successor of a checkpoint is numbered ``_i`` (its
+partition and place in it, the same each time the checkpoint is read), the first ``_i`` per
+fingerprint is found from (fingerprint, key, row id), and the rows picked are fetched from the
+checkpoint by a join on ``_i``. Whole states (kilobytes each for bookkeeper) are neither shuffled
+nor sorted."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-__all__ = ["first_per_state"]
+__all__ = ["by_row_id", "first_keys", "first_per_state", "with_row_ids"]
 
 
-def first_per_state(successors: DataFrame) -> DataFrame:
-    """The row of each state (``_fp``, ``_fp2``) with the smallest ``_key``; the columns of ``successors``."""
-    rest = [c for c in successors.columns if c not in ("_fp", "_fp2")]
-    picked = (successors.groupBy("_fp", "_fp2")
-              .agg(F.min_by(F.struct(*rest), F.col("_key")).alias("_s")))
-    return picked.select(*[F.col(f"_s.{c}").alias(c) if c in rest else F.col(c) for c in successors.columns])
+def with_row_ids(checkpointed: DataFrame) -> DataFrame:
+    """A checkpoint's rows numbered ``_i`` by partition and position: the same numbers each time it
+    is read. (Numbered before the checkpoint, the non-deterministic id would keep Catalyst from
+    pushing the fingerprint into each action's branch of the union: a copy of every row.)"""
+    return checkpointed.withColumn("_i", F.monotonically_increasing_id())
+
+
+def first_keys(rows: DataFrame) -> DataFrame:
+    """One row per fingerprint of ``rows`` (numbered: ``with_row_ids``): its ``_fp``, ``_fp2``, and the
+    ``_key`` and row id ``_i`` of its first row (the smallest ``_key``), from the narrow columns."""
+    return (rows.groupBy("_fp", "_fp2").agg(F.min(F.struct("_key", "_i")).alias("_m"))
+            .select("_fp", "_fp2", "_m._key", "_m._i"))
+
+
+def by_row_id(rows: DataFrame, picked: DataFrame, how: str, broadcast: bool) -> DataFrame:
+    """The rows of ``rows`` whose ``_i`` is in ``picked`` (with ``picked``'s columns for an inner
+    join); ``broadcast``: ``picked`` is small enough to send to every task, so ``rows`` is read in
+    place, not shuffled."""
+    return rows.join(F.broadcast(picked) if broadcast else picked, "_i", how)
+
+
+def first_per_state(successors: DataFrame, keep, broadcast_rows: int,
+                    drop: DataFrame | None = None) -> DataFrame:
+    """The first row of each state of ``successors`` (a checkpoint) whose fingerprint is not in
+    ``drop`` (``_fp``, ``_fp2``: the states already seen), with the columns of ``successors``.
+    ``keep`` checkpoints the narrow picks, whose count chooses a broadcast join up to
+    ``broadcast_rows``."""
+    rows = with_row_ids(successors)
+    firsts = first_keys(rows).select("_fp", "_fp2", "_i")
+    if drop is not None:
+        firsts = firsts.join(drop, on=["_fp", "_fp2"], how="left_anti")
+    picked = keep(firsts.select("_i"))
+    return by_row_id(rows, picked, "left_semi", picked.count() <= broadcast_rows).drop("_i")

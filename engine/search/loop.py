@@ -302,9 +302,10 @@ class PortableSearch:
         slices = self._slices(n_frontier)
         if progress is not None or slices > 1:
             return self._sliced(depth, slices, progress, distinct_total, generated_total, t0)
-        frontier = self.store_level(depth)                                               # level k
-        fanout = self._figs[-1].generated / max(n_frontier, 1) if len(self._figs) > 1 else len(self.cm.action_names)
-        with interpreted(self.spark, n_frontier * max(fanout, 1) <= self.settings.interpret_below):
+        # Read once: each action's branch of the union reads the frontier (Parquet decoded and
+        # filtered again for every action, without the checkpoint).
+        frontier = self._checkpoint(self.store_level(depth))                             # level k
+        with interpreted(self.spark, self._expected(n_frontier) <= self.settings.interpret_below):
             succ, counts, deadlocked = self._expand(frontier, depth, n_frontier)          # expand, fingerprint
             return self._finish(succ, depth + 1, counts.per_action, deadlocked, distinct_total, generated_total,
                                 t0, n_gen=counts.generated)
@@ -313,8 +314,11 @@ class PortableSearch:
         """The successors of ``frontier`` (``n_frontier`` states of level ``depth``) fingerprinted and
         checkpointed, their counts, and the first state of ``frontier`` without one (deadlock checked);
         terminal findings among ``frontier`` counted."""
-        succ = self._checkpoint(self.fingerprinter.apply(
-            expand.successors(self.spark, self.cm, frontier, view=f"sse_frontier_{depth}")))
+        made = expand.successors(self.spark, self.cm, frontier, view=f"sse_frontier_{depth}")
+        # The union has a partition per action and frontier partition, each a task that deserializes
+        # every action's plan; coalesced, a task runs several, in the tasks a level of this size gets.
+        parts = max(self.base_partitions, -(-self._expected(n_frontier) // self.settings.rows_per_partition))
+        succ = self._checkpoint(self.fingerprinter.apply(made.coalesce(parts)))
         counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
                               moving=bool(self.cm.terminal_exprs))
         if self.cm.terminal_exprs and counts.moving_parents < n_frontier:
@@ -323,6 +327,16 @@ class PortableSearch:
         if self.spec.deadlock and counts.parents < n_frontier:
             deadlocked = expand.first_without_successor(frontier, succ)
         return succ, counts, deadlocked
+
+    def _expected(self, n_frontier: int) -> int:
+        """The successors ``n_frontier`` states are expected to have, at the last level's fan-out."""
+        fanout = self._figs[-1].generated / max(self._figs[-2].new_states, 1) if len(self._figs) > 1 \
+            else len(self.cm.action_names)
+        return int(n_frontier * max(fanout, 1))
+
+    def _seen(self) -> DataFrame:
+        """The fingerprints of the states stored so far, as Spark reads them from the states table."""
+        return seen.fingerprints(self.spark, self.store, self.settings)
 
     def _slices(self, n_frontier: int) -> int:
         """How many slices the level's expansion takes (settings.slice_successors), from the last
@@ -368,9 +382,8 @@ class PortableSearch:
                     per_action[a] += n
                 self.spark.conf.set("spark.sql.shuffle.partitions", str(
                     max(self.base_partitions, -(-counts.generated // self.settings.rows_per_partition))))
-                new = seen.unseen(dedupe.first_per_state(succ), self.spark, self.store, self.settings)
-                if earlier:
-                    new = new.join(functools.reduce(DataFrame.unionAll, earlier), on=["_fp", "_fp2"], how="left_anti")
+                new = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,
+                                             functools.reduce(DataFrame.unionAll, earlier, self._seen()))
                 level = commit.in_tlc_order(invariants.annotate(new, self.suite, self.in_model), depth + 1,
                                             self._checkpoint, base=n_new + n_out)
                 got_new, got_out, failing = commit.tally(level, self.suite)
@@ -432,8 +445,8 @@ class PortableSearch:
             per_action = {"Init": n_gen}
         self.spark.conf.set("spark.sql.shuffle.partitions",
                             str(max(self.base_partitions, -(-n_gen // self.settings.rows_per_partition))))
-        firsts = dedupe.first_per_state(succ)                                             # dedupe
-        new = seen.unseen(firsts, self.spark, self.store, self.settings) if depth > 1 else firsts  # anti-join
+        new = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,   # dedupe, anti-join
+                                     self._seen() if depth > 1 else None)
         new = invariants.annotate(new, self.suite, self.in_model)                        # invariants
         on_driver = (self.settings.level_path != "spark"
                      and n_gen * self._row_bytes <= self.settings.arrow_level_bytes)

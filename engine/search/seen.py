@@ -9,7 +9,7 @@ from engine.settings import Settings
 from engine.store.deltaio import read_delta
 from engine.store.runs import RunStore
 
-__all__ = ["stored", "unseen"]
+__all__ = ["fingerprints", "stored"]
 
 
 def stored(spark: SparkSession, store: RunStore, settings: Settings, depth: int | None = None) -> DataFrame:
@@ -18,7 +18,7 @@ def stored(spark: SparkSession, store: RunStore, settings: Settings, depth: int 
     return states if depth is None else states.where(f"_depth = {int(depth)}")
 
 
-def unseen(states: DataFrame, spark: SparkSession, store: RunStore, settings: Settings) -> DataFrame:
-    """``states`` (one row per fingerprint) without the states the run has stored."""
-    seen = stored(spark, store, settings).select("_fp", "_fp2")
-    return states.join(seen, on=["_fp", "_fp2"], how="left_anti")
+def fingerprints(spark: SparkSession, store: RunStore, settings: Settings) -> DataFrame:
+    """The fingerprints (``_fp``, ``_fp2``) of every state the run has stored: what a level's states
+    are anti-joined against (engine.search.dedupe)."""
+    return stored(spark, store, settings).select("_fp", "_fp2")
