@@ -1,6 +1,7 @@
-"""Stage: anti-join. A level's states without those stored at earlier levels, read as Spark reads
-them from the run's Delta table (engine.store.deltaio: the JVM connector where Spark has it, else the
-files the table's log lists). At any level size the join is Spark's, over the stored fingerprints."""
+"""Stage: anti-join. The states stored at earlier levels, read as Spark reads them from the run's
+Delta table (engine.store.deltaio: the JVM connector where Spark has it, else the files the table's
+log lists): a level's first rows per state are anti-joined against their fingerprints on the narrow
+columns (engine.search.dedupe). At any level size the join is Spark's."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
