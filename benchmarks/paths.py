@@ -55,7 +55,10 @@ def run_case(case: str, deployment: str, wh: Path, target: str | None) -> dict:
     env = {**os.environ, "SSE_SERVER": "off", "SPARK_LOCAL_IP": "127.0.0.1"}
     got = timed(argv, ROOT, env)
     if got.returncode not in (0, 11, 12):
-        raise SystemExit(f"{case} on {deployment}: exit {got.returncode}: {got.stderr[-2000:]}")
+        # (a JVM error's first line names it; its stack trace would fill the tail)
+        first = next((line for line in got.stderr.splitlines()
+                      if ("Error" in line or "Exception" in line) and not line.lstrip().startswith("at ")), "")
+        raise SystemExit(f"{case} on {deployment}: exit {got.returncode}: {first[:1000]}\n...\n{got.stderr[-2000:]}")
     res = json.loads(got.stdout)
     return {"case": case, "deployment": deployment, "path": res.get("path", ""), "result": res["result"],
             "distinct": res["distinct_states"], "generated": res["states_generated"], "depth": res["depth"],

@@ -10,10 +10,17 @@ checkpoint by a join on ``_i``. Whole states (kilobytes each for bookkeeper) are
 nor sorted."""
 from __future__ import annotations
 
+from typing import Callable
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 __all__ = ["by_row_id", "first_keys", "first_per_state", "with_row_ids"]
+
+KEYS = ["_fp", "_fp2"]
+# Up to this many first rows a level's anti-join broadcasts their fingerprints (16 bytes each, about
+# 50 a row in Spark's hash relation); beyond, both sides are shuffled.
+PROBE_MAX = 2_000_000
 
 
 def with_row_ids(checkpointed: DataFrame) -> DataFrame:
@@ -26,7 +33,7 @@ def with_row_ids(checkpointed: DataFrame) -> DataFrame:
 def first_keys(rows: DataFrame) -> DataFrame:
     """One row per fingerprint of ``rows`` (numbered: ``with_row_ids``): its ``_fp``, ``_fp2``, and the
     ``_key`` and row id ``_i`` of its first row (the smallest ``_key``), from the narrow columns."""
-    return (rows.groupBy("_fp", "_fp2").agg(F.min(F.struct("_key", "_i")).alias("_m"))
+    return (rows.groupBy(*KEYS).agg(F.min(F.struct("_key", "_i")).alias("_m"))
             .select("_fp", "_fp2", "_m._key", "_m._i"))
 
 
@@ -37,15 +44,22 @@ def by_row_id(rows: DataFrame, picked: DataFrame, how: str, broadcast: bool) -> 
     return rows.join(F.broadcast(picked) if broadcast else picked, "_i", how)
 
 
-def first_per_state(successors: DataFrame, keep, broadcast_rows: int,
+def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame], broadcast_rows: int,
                     drop: DataFrame | None = None) -> DataFrame:
     """The first row of each state of ``successors`` (a checkpoint) whose fingerprint is not in
     ``drop`` (``_fp``, ``_fp2``: the states already seen), with the columns of ``successors``.
-    ``keep`` checkpoints the narrow picks, whose count chooses a broadcast join up to
-    ``broadcast_rows``."""
+    ``keep`` checkpoints the narrow columns picked: their counts choose how ``drop`` is joined
+    (``PROBE_MAX``) and how the rows are fetched (a broadcast join up to ``broadcast_rows``)."""
     rows = with_row_ids(successors)
-    firsts = first_keys(rows).select("_fp", "_fp2", "_i")
+    firsts = keep(first_keys(rows).select(*KEYS, "_i"))
     if drop is not None:
-        firsts = firsts.join(drop, on=["_fp", "_fp2"], how="left_anti")
+        if firsts.count() <= PROBE_MAX:
+            # The seen side is read in place and probed against the level's fingerprints, sent to
+            # every task: a sort-merge anti-join would shuffle and sort every stored fingerprint,
+            # each level, however few states the level has.
+            hits = drop.join(F.broadcast(firsts.select(*KEYS)), on=KEYS, how="left_semi")
+            firsts = firsts.join(F.broadcast(hits), on=KEYS, how="left_anti")
+        else:
+            firsts = firsts.join(drop, on=KEYS, how="left_anti")
     picked = keep(firsts.select("_i"))
     return by_row_id(rows, picked, "left_semi", picked.count() <= broadcast_rows).drop("_i")
