@@ -40,25 +40,15 @@ def test_the_first_line_says_which_path_runs(capsys, tmp_path):
     assert err.splitlines()[0].startswith("Search path: accelerated (classic local mode")
 
 
-def test_the_anti_join_shuffled_past_its_broadcast_bound(capsys, tmp_path, monkeypatch):
-    """Past ``dedupe.PROBE_MAX`` first rows a level's anti-join shuffles the stored fingerprints
-    instead of probing them against the level's, broadcast: the same figures and trace."""
-    monkeypatch.setattr(dedupe, "PROBE_MAX", 0)
-    code, res, err = check(capsys, tmp_path, "counter", "--config", "no_deadlock", "--set", "Steps=1,3",
-                           "--set", "Max=9", "--set", "Cap=6", settings=PORTABLE, models=TEST_MODELS)
-    want = bfs({1, 3}, 9, cap=6, deadlock=False)
-    assert code == 0, err[-2000:]
-    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
-        (want["distinct"], want["generated"], want["depth"])
-    code, res, _ = check(capsys, tmp_path, "counter", "--set", "Steps=1,2", "--set", "Max=5", settings=PORTABLE,
-                         models=TEST_MODELS)
-    assert code == 11 and len(res["trace"]) == bfs({1, 2}, 5)["trace_length"]
-
-
-@pytest.mark.parametrize("level_path", ["driver", "spark"])
-def test_the_counter_matches_the_reference_search(capsys, tmp_path, level_path):
+@pytest.mark.parametrize("level_path,probe_max", [("driver", None), ("spark", None), ("driver", 0)],
+                         ids=["driver", "spark", "anti-join-shuffled"])
+def test_the_counter_matches_the_reference_search(capsys, tmp_path, monkeypatch, level_path, probe_max):
     """Complete search, deadlock and violation with their shortest traces, with small levels finished
-    on the driver (as Arrow, after Spark's de-duplication and anti-join) and with every level in Spark."""
+    on the driver (as Arrow, after Spark's de-duplication and anti-join) and with every level in Spark;
+    and past ``dedupe.PROBE_MAX`` first rows, where the anti-join shuffles the stored fingerprints
+    instead of probing them against the level's, broadcast."""
+    if probe_max is not None:
+        monkeypatch.setattr(dedupe, "PROBE_MAX", probe_max)
     settings = {**PORTABLE, "level_path": level_path}
     code, res, err = check(capsys, tmp_path, "counter", "--config", "no_deadlock", "--set", "Steps=1,3",
                            "--set", "Max=9", "--set", "Cap=6", settings=settings, models=TEST_MODELS)

@@ -45,8 +45,8 @@ from engine.search.invariants import InvariantSuite
 from engine.search.outcome import Outcome, outcome_from_row, outcome_row, run_spec_json, write_trace_itf
 from engine.search.slices import SliceProgress, SliceRecord, count_slices
 from engine.settings import Settings
-from engine.store.runs import (LevelFigures, RunStore, check_warehouse, default_warehouse, sum_counts,
-                               test_hook)
+from engine.store.runs import (LevelFigures, RunStore, check_warehouse, default_warehouse, recent_fanout,
+                               sum_counts, test_hook)
 from engine.traces.build import build_trace, trace_arrow_schema, trace_table_rows
 
 __all__ = ["Outcome", "check", "choose_path", "cancelled"]
@@ -330,9 +330,8 @@ class PortableSearch:
 
     def _expected(self, n_frontier: int) -> int:
         """The successors ``n_frontier`` states are expected to have, at the last level's fan-out."""
-        fanout = self._figs[-1].generated / max(self._figs[-2].new_states, 1) if len(self._figs) > 1 \
-            else len(self.cm.action_names)
-        return int(n_frontier * max(fanout, 1))
+        fanout = recent_fanout(self._figs)
+        return int(n_frontier * max(fanout if fanout is not None else len(self.cm.action_names), 1))
 
     def _seen(self) -> DataFrame:
         """The fingerprints of the states stored so far, as Spark reads them from the states table."""
