@@ -103,7 +103,8 @@ class Settings:
                                "(odd depths on the driver: for tests)", group="search",
                                choices=("auto", "driver", "spark", "alternate"))
     arrow_level_bytes: int = _setting(768 << 20, "a level expected to take at most this many bytes as Arrow is "
-                                      "collected to the driver and finished there; above, it stays in Spark. "
+                                      "collected to the driver and finished there (the accelerator: its "
+                                      "successors; the portable path: its new states); above, it stays in Spark. "
                                       "Bounds the driver's memory whatever the state space", group="search")
     narrow_on_driver: int = _setting(4_000_000, "a Spark level with at most this many successors has its narrow "
                                      "columns (fingerprint, order key, row id) de-duplicated and anti-joined on the "

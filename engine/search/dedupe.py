@@ -45,11 +45,11 @@ def by_row_id(rows: DataFrame, picked: DataFrame, how: str, broadcast: bool) -> 
 
 
 def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame], broadcast_rows: int,
-                    drop: DataFrame | None = None) -> DataFrame:
+                    drop: DataFrame | None = None) -> tuple[DataFrame, int]:
     """The first row of each state of ``successors`` (a checkpoint) whose fingerprint is not in
-    ``drop`` (``_fp``, ``_fp2``: the states already seen), with the columns of ``successors``.
-    ``keep`` checkpoints the narrow columns picked: their counts choose how ``drop`` is joined
-    (``PROBE_MAX``) and how the rows are fetched (a broadcast join up to ``broadcast_rows``)."""
+    ``drop`` (``_fp``, ``_fp2``: the states already seen), with the columns of ``successors``, and how
+    many there are. ``keep`` checkpoints the narrow columns picked: their counts choose how ``drop``
+    is joined (``PROBE_MAX``) and how the rows are fetched (a broadcast join up to ``broadcast_rows``)."""
     rows = with_row_ids(successors)
     firsts = keep(first_keys(rows).select(*KEYS, "_i"))
     if drop is not None:
@@ -62,4 +62,5 @@ def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame
         else:
             firsts = firsts.join(drop, on=KEYS, how="left_anti")
     picked = keep(firsts.select("_i"))
-    return by_row_id(rows, picked, "left_semi", picked.count() <= broadcast_rows).drop("_i")
+    n_picked = picked.count()
+    return by_row_id(rows, picked, "left_semi", n_picked <= broadcast_rows).drop("_i"), n_picked

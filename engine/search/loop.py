@@ -225,8 +225,8 @@ def _with_properties(out: Outcome, spark: SparkSession, spec: RunSpec, cm: Compi
 
 class PortableSearch:
     """The search on public PySpark APIs: each level a few Spark jobs, its states read back from and
-    committed to the run's Delta table. A small level's new states (at most ``arrow_level_bytes`` of
-    successors as Arrow, unless ``level_path`` is spark) come to the driver once, already
+    committed to the run's Delta table. A level whose new states take at most ``arrow_level_bytes`` as
+    Arrow (unless ``level_path`` is spark) has them come to the driver once, already
     de-duplicated and anti-joined by Spark, and are numbered, validated and written there; a large
     level stays in Spark to the end."""
 
@@ -381,8 +381,8 @@ class PortableSearch:
                     per_action[a] += n
                 self.spark.conf.set("spark.sql.shuffle.partitions", str(
                     max(self.base_partitions, -(-counts.generated // self.settings.rows_per_partition))))
-                new = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,
-                                             functools.reduce(DataFrame.unionAll, earlier, self._seen()))
+                new, _ = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,
+                                                functools.reduce(DataFrame.unionAll, earlier, self._seen()))
                 level = commit.in_tlc_order(invariants.annotate(new, self.suite, self.in_model), depth + 1,
                                             self._checkpoint, base=n_new + n_out)
                 got_new, got_out, failing = commit.tally(level, self.suite)
@@ -444,11 +444,12 @@ class PortableSearch:
             per_action = {"Init": n_gen}
         self.spark.conf.set("spark.sql.shuffle.partitions",
                             str(max(self.base_partitions, -(-n_gen // self.settings.rows_per_partition))))
-        new = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,   # dedupe, anti-join
-                                     self._seen() if depth > 1 else None)
+        new, n_picked = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,  # dedupe,
+                                               self._seen() if depth > 1 else None)                # anti-join
         new = invariants.annotate(new, self.suite, self.in_model)                        # invariants
+        # What the driver would hold is the level's new states, counted by now (not its successors).
         on_driver = (self.settings.level_path != "spark"
-                     and n_gen * self._row_bytes <= self.settings.arrow_level_bytes)
+                     and n_picked * self._row_bytes <= self.settings.arrow_level_bytes)
         if on_driver:                                                                     # order, number
             level = commit.numbered_on_driver(new.toArrow(), depth)
             if level.num_rows:
