@@ -99,7 +99,7 @@ class Settings:
                                      "such stage runs as on the portable path", group="search")
     # ---- the accelerator: which path a level takes ------------------------------------------------
     level_path: str = _setting("auto", "where a level's successors are finished: auto (on the driver as Arrow "
-                               "when they fit arrow_level_bytes, else in Spark), driver, spark, or alternate "
+                               "when the level fits arrow_level_bytes, else in Spark), driver, spark, or alternate "
                                "(odd depths on the driver: for tests)", group="search",
                                choices=("auto", "driver", "spark", "alternate"))
     arrow_level_bytes: int = _setting(768 << 20, "a level expected to take at most this many bytes as Arrow is "
