@@ -115,8 +115,8 @@ def counter_violation(tmp_path_factory):
     return wh, res
 
 
-LONG_REASON = ("long run (an oracle run of minutes, or a profiling tool end to end); "
-               "run with SSE_LONG_TESTS=1 python -m pytest -q (README: Tests)")
+LONG_REASON = ("long run (an oracle run of minutes, a profiling tool end to end, or a slow test's further "
+               "variant); run with SSE_LONG_TESTS=1 python -m pytest -q (README: Tests)")
 
 
 def pytest_configure(config):
@@ -124,8 +124,10 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # The default suite must stay under 20 minutes on 2 cores (CI); the oracle runs of minutes each and
-    # the profiling tools' runs end to end are marked long and run when SSE_LONG_TESTS=1.
+    # The default suite must stay under 20 minutes on 2 cores (CI); the oracle runs of minutes each,
+    # the profiling tools' runs end to end, and the further variants of a slow test (each behaviour
+    # once in the default suite: another setting or path through the same stage) are marked long and
+    # run when SSE_LONG_TESTS=1.
     if os.environ.get("SSE_LONG_TESTS"):
         return
     skip = pytest.mark.skip(reason=LONG_REASON)

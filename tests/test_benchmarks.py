@@ -214,6 +214,7 @@ def test_progress_curves_refuse_what_they_cannot_run(tmp_path, capsys):
         f"--cfg {ROOT / 'benchmarks' / 'tlc_cfg' / 'bk_2b_wq1.cfg'}: not a file")
 
 
+@pytest.mark.long
 def test_the_canonicalization_cost_is_measured_over_the_runs_stored_states(spark, tmp_path):
     """For a case with symmetry the benchmark times the canonical fingerprint (in SQL and with the
     JVM helper) and the plain one over every state the run stored (the test model ``tokens``: its orbits, as the search found them)."""

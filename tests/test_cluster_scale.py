@@ -81,6 +81,7 @@ def test_an_executor_killed_mid_level_costs_the_level_again_not_the_figures(tmp_
     assert (distinct, depth) == KIP320_C and rows == unique == distinct
 
 
+@pytest.mark.long
 def test_a_warehouse_the_executors_cannot_see_is_refused_before_the_search(tmp_path):
     private = tmp_path / "private"
     private.mkdir()

@@ -263,7 +263,9 @@ def test_held_expansion_refuses_successors_of_another_level():
         HeldExpansion.check_parents(pa.table({"_parent_fp": [1, 3], "_parent_fp2": [10, 30]}), frontier)
 
 
-@pytest.mark.parametrize("binary,switched", [(True, False), (True, True), (False, False)],
+@pytest.mark.parametrize("binary,switched", [(True, False),
+                                             pytest.param(True, True, marks=pytest.mark.long),
+                                             pytest.param(False, False, marks=pytest.mark.long)],
                          ids=["arrow", "arrow over SwitchRows", "json"])
 def test_held_expansion_runs_each_new_frontier(spark, tmp_path, monkeypatch, binary, switched):
     """The union planned once (engine.search.expand.HeldExpansion) and run again over frontier A, then B, then

@@ -40,7 +40,8 @@ def test_the_first_line_says_which_path_runs(capsys, tmp_path):
     assert err.splitlines()[0].startswith("Search path: accelerated (classic local mode")
 
 
-@pytest.mark.parametrize("level_path,probe_max", [("driver", None), ("spark", None), ("driver", 0)],
+@pytest.mark.parametrize("level_path,probe_max", [("driver", None), ("spark", None),
+                                                   pytest.param("driver", 0, marks=pytest.mark.long)],
                          ids=["driver", "spark", "anti-join-shuffled"])
 def test_the_counter_matches_the_reference_search(capsys, tmp_path, monkeypatch, level_path, probe_max):
     """Complete search, deadlock and violation with their shortest traces, with small levels finished

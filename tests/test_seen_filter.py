@@ -158,7 +158,8 @@ def test_a_level_keeps_one_row_per_fingerprint_whatever_the_order(spark, tmp_pat
     seen.stop()
 
 
-@pytest.mark.parametrize("where", ["driver", "spark", pytest.param("spark_in_spark", marks=pytest.mark.long)])
+@pytest.mark.parametrize("where", ["driver", pytest.param("spark", marks=pytest.mark.long),
+                                   pytest.param("spark_in_spark", marks=pytest.mark.long)])
 def test_repeats_blanked_within_a_level_store_the_same_states_and_paths(spark, capsys, tmp_path, monkeypatch, where):
     """Ledger chaining with two clients, repeats within a level blanked (the default) and not
     (``level_filter`` off): the stored states are the same, with the same parent, action and order

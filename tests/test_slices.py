@@ -26,14 +26,17 @@ def _stored(wh):
     return DeltaTable(path).to_pyarrow_table().sort_by([("_depth", "ascending"), ("_ord", "ascending")])
 
 
+# The portable path killed within a sliced level in the default suite (the accelerator's is in
+# test_a_level_written_in_slices_is_sliced_along_its_files); the accelerator's other stages in slices
+# run with SSE_LONG_TESTS=1 (a sliced level costs seconds per slice, whatever its size).
 @pytest.mark.parametrize("variant, kill", [
-    ({}, True),
+    pytest.param({}, True, marks=pytest.mark.long),
     # Past driver_seen_max the driver forgets the stored fingerprints; repeats within a slice are
     # still blanked (SeenFilter.forget_stored).
-    ({"driver_seen_max": 3}, False),
-    ({"narrow_on_driver": 0, "broadcast_rows": 0}, False),
+    pytest.param({"driver_seen_max": 3}, False, marks=pytest.mark.long),
+    pytest.param({"narrow_on_driver": 0, "broadcast_rows": 0}, False, marks=pytest.mark.long),
     # The seen index made in a slice, at its first use, serves the slices after it.
-    ({"index_from": 0, "driver_seen_max": 0}, False),
+    pytest.param({"index_from": 0, "driver_seen_max": 0}, False, marks=pytest.mark.long),
     ({"path": "portable"}, True),
 ])
 def test_a_sliced_level_is_the_level_expanded_whole(capsys, tmp_path, variant, kill):
@@ -79,26 +82,26 @@ def _actions(tmp_path):
     return {int(c["depth"]): json.loads(c["actions_generated"]) for c in DeltaTable(path).history() if "depth" in c}
 
 
-@pytest.mark.parametrize("path", ["accelerated", "portable"])
+@pytest.mark.parametrize("path", [pytest.param("accelerated", marks=pytest.mark.long), "portable"])
 def test_a_sliced_level_finds_the_shortest_deadlock_and_violation(capsys, tmp_path, path):
     """The shortest traces to a deadlock and to a violation, with the levels sliced; the violation
     also after a kill once its slice is written."""
-    sliced = {"path": path, "level_path": "spark", "slice_successors": 2}
+    sliced = {"path": path, "level_path": "spark", "slice_successors": 4}
     code, res, err = check(capsys, tmp_path / "dead", "--set", "Steps=1,2", "--set", "Max=5", settings=sliced)
     assert code == 11, err
     assert "slice 2 of" in err
     assert len(res["trace"]) == bfs({1, 2}, 5)["trace_length"]
-    # The violation is in level 4's last slice (slice 5): a run killed once that slice is written
+    # The violation is in level 4's last slice (slice 3): a run killed once that slice is written
     # computes it again, rather than resuming past it.
     args = ("--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8", "--set", "Limit=5")
     argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), *setting_args(**sliced), "check",
             "counter", "--warehouse", str(tmp_path / "inv" / "wh"), "--json", *args]
     killed = subprocess.run(argv, capture_output=True, text=True, timeout=900,
-                            env=short_run_env(SSE_KILL_AT="after-slice-4:4"))
+                            env=short_run_env(SSE_KILL_AT="after-slice-2:4"))
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     code, res, err = check(capsys, tmp_path / "inv", *args, settings=sliced)
     assert code == 12, err
-    assert "engine: depth 4 resumes at slice 5 of 5" in err
+    assert "engine: depth 4 resumes at slice 3 of 3" in err
     assert len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
 
 
@@ -134,15 +137,16 @@ def test_a_level_written_in_slices_is_sliced_along_its_files(capsys, tmp_path):
     """A level whose frontier was itself written in slices is cut along the frontier's files (no split
     copy: ``read=stored`` in the profile), also after a kill within it, and stores what the level
     expanded whole stores."""
-    args = ("--config", "no_deadlock", "--set", "Steps=1,2,3", "--set", "Max=8")
+    # Levels 4 to 6 sliced (3, 4 and 2 slices): level 6's frontier is level 5, written in 4 slices.
+    args = ("--config", "no_deadlock", "--set", "Steps=1,2,3", "--set", "Max=6")
     whole = {"level_path": "spark", "slice_successors": 0}
     sliced = {**whole, "slice_successors": 12, "profile": True}
-    _whole_and_killed(capsys, tmp_path, args, whole, sliced, "after-slice-0:8")
+    _whole_and_killed(capsys, tmp_path, args, whole, sliced, "after-slice-0:6")
     code, res, err = check(capsys, tmp_path / "sliced", *args, settings=sliced)
     assert code == 0, err
-    assert "engine: depth 8 resumes at slice 2 of 2" in err
-    assert re.search(r"profile depth 8: slices=2 read=stored", err)
-    want = bfs({1, 2, 3}, 8, deadlock=False)
+    assert "engine: depth 6 resumes at slice 2 of 2" in err
+    assert re.search(r"profile depth 6: slices=2 read=stored", err)
+    want = bfs({1, 2, 3}, 6, deadlock=False)
     assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
         (want["distinct"], want["generated"], want["depth"])
     assert _stored(tmp_path / "sliced").equals(_stored(tmp_path / "whole"))

@@ -71,7 +71,7 @@ CASES = [(["p1", "p2", "p3"], 1, 2), (["p1", "p2"], 2, 2)]
 
 
 @pytest.mark.parametrize("procs,max_,log_len", CASES)
-@pytest.mark.parametrize("level_path", ["driver", "spark"])
+@pytest.mark.parametrize("level_path", ["driver", pytest.param("spark", marks=pytest.mark.long)])
 def test_orbit_counts_match_reference(capsys, tmp_path, monkeypatch, level_path, procs, max_, log_len):
     """Orbits counted as the reference counts them, whether the levels are finished on the driver
     (engine.search.arrow_level: canonical fingerprints of every successor) or by Spark's stages (states
