@@ -234,6 +234,7 @@ def test_the_canonicalization_cost_is_measured_over_the_runs_stored_states(spark
 canonical = load_script("benchmarks", "canonical")
 
 
+@pytest.mark.long
 def test_canonical_benchmark_checks_a_runs_stored_fingerprints(spark, tmp_path, capsys):
     """benchmarks/canonical.py recomputes a symmetric run's canonical fingerprints (the JVM helper's and
     the SQL's) over a stored level and counts those that differ from the stored ones: none for the

@@ -20,6 +20,9 @@ def _cli(*args):
     return [sys.executable, "-m", "engine", "check", "ledger_chaining", *args]
 
 
+# Long: the default suite resumes this configuration to TLC's figures through the engine server
+# (tests/test_server.py), and kills runs with SIGKILL at every commit point (tests/test_platform_resume.py).
+@pytest.mark.long
 def test_default_configuration_survives_kill_9_and_matches_tlc(capsys, tmp_path):
     """The README's command killed (SIGKILL) after level 12, then started again: it resumes to TLC's
     figures with every state once. The killed run is a process of its own; the resume and the audit
