@@ -40,7 +40,10 @@ def test_the_first_line_says_which_path_runs(capsys, tmp_path):
     assert err.splitlines()[0].startswith("Search path: accelerated (classic local mode")
 
 
-@pytest.mark.parametrize("level_path,probe_max", [("driver", None), ("spark", None),
+# Every level in Spark (level_path=spark) on the portable path is in the default suite through the
+# sliced level's tests (tests/test_slices.py: the figures, the shortest deadlock and violation).
+@pytest.mark.parametrize("level_path,probe_max", [("driver", None),
+                                                   pytest.param("spark", None, marks=pytest.mark.long),
                                                    pytest.param("driver", 0, marks=pytest.mark.long)],
                          ids=["driver", "spark", "anti-join-shuffled"])
 def test_the_counter_matches_the_reference_search(capsys, tmp_path, monkeypatch, level_path, probe_max):
