@@ -1,6 +1,6 @@
 """Resume and concurrency: one run of the counter is killed at each point where a crash can leave
-the tables (between the Parquet write and the Delta commit, between the states commit and the
-levels row, during a level's expansion), a second process on the same run is refused while the
+the tables (between the states commit and the levels row, during a level's expansion, between the
+Parquet write and the Delta commit), a second process on the same run is refused while the
 first is alive, and the last start finishes with the figures of an uninterrupted run and no state
 twice. The kill points are the store's test hooks (SSE_KILL_AT / SSE_HOLD_AT)."""
 import json
@@ -52,27 +52,21 @@ def test_killed_runs_resume_to_the_same_figures(counter_ok, tmp_path):
     wh = tmp_path / "wh"
     root = wh / "counter" / local["run_id"]
 
-    # 1. killed after Spark wrote level 2's Parquet files, before their Delta commit
-    a = start(wh, SSE_KILL_AT="before-commit:2")
-    a.communicate(timeout=900)
-    assert a.returncode == -signal.SIGKILL
-    assert committed_depths(root) == [1]
-    assert list((root / "states" / "depth-000002").glob("*.parquet"))  # written, not in the table
-
-    # 2. killed after level 3's states commit, before its row in the levels table
+    # 1. killed after level 3's states commit, before its row in the levels table
     b = start(wh, SSE_KILL_AT="after-commit:3")
     b.communicate(timeout=900)
     assert b.returncode == -signal.SIGKILL
     assert committed_depths(root) == [1, 2, 3] and level_rows(root) == [1, 2]
 
-    # 3. killed while level 5 is being expanded (right after level 4 is reported)
+    # 2. killed while level 5 is being expanded (right after level 4 is reported)
     c = start(wh)
     wait_for_line(c, "Progress(4)")
     c.kill()
     c.communicate(timeout=120)
     assert committed_depths(root) == [1, 2, 3, 4] and level_rows(root) == [1, 2, 3, 4]
 
-    # 4. a run that is alive (held just before committing level 6) refuses a second start
+    # 3. a run that is alive (held after Spark wrote level 6's Parquet files, before their Delta
+    # commit) refuses a second start; then it is killed there
     d = start(wh, SSE_HOLD_AT="before-commit:6")
     try:
         wait_for_line(d, "holding at before-commit:6")
@@ -84,8 +78,9 @@ def test_killed_runs_resume_to_the_same_figures(counter_ok, tmp_path):
         d.kill()
         d.communicate(timeout=120)
     assert committed_depths(root) == [1, 2, 3, 4, 5]
+    assert list((root / "states" / "depth-000006").glob("*.parquet"))  # written, not in the table
 
-    # 5. the last start finishes: an uninterrupted run's figures, every state once, and a clean audit
+    # 4. the last start finishes: an uninterrupted run's figures, every state once, and a clean audit
     code, out, err = cli("--models", TEST_MODELS, "check", "counter", *OK_ARGS, "--warehouse", wh, "--json", "--quiet")
     assert code == 0, err
     res = json.loads(out)

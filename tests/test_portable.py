@@ -40,9 +40,10 @@ def test_the_first_line_says_which_path_runs(capsys, tmp_path):
     assert err.splitlines()[0].startswith("Search path: accelerated (classic local mode")
 
 
-# Every level in Spark (level_path=spark) on the portable path is in the default suite through the
-# sliced level's tests (tests/test_slices.py: the figures, the shortest deadlock and violation).
-@pytest.mark.parametrize("level_path,probe_max", [("driver", None),
+# The portable path is in the default suite through the sliced level's tests (tests/test_slices.py:
+# every level in Spark, the figures, the shortest deadlock and violation), Pulsar's shortest
+# counterexample below (small levels on the driver) and the counter through Spark Connect.
+@pytest.mark.parametrize("level_path,probe_max", [pytest.param("driver", None, marks=pytest.mark.long),
                                                    pytest.param("spark", None, marks=pytest.mark.long),
                                                    pytest.param("driver", 0, marks=pytest.mark.long)],
                          ids=["driver", "spark", "anti-join-shuffled"])
@@ -66,25 +67,6 @@ def test_the_counter_matches_the_reference_search(capsys, tmp_path, monkeypatch,
     code, res, _ = check(capsys, tmp_path, "counter", "--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8",
                          "--set", "Limit=5", settings=settings, models=TEST_MODELS)
     assert code == 12 and len(res["trace"]) == bfs({1, 2}, 8, limit=5, deadlock=False)["trace_length"]
-
-
-@ACCELERATOR
-def test_both_paths_store_the_same_states(capsys, tmp_path):
-    """The states table of a portable run holds the accelerated run's rows: the same states, each at
-    the same depth and position in TLC's order, reached by the same action from the same parent (the
-    accelerator fingerprinting as JSON too, as the portable path does)."""
-    args = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2")
-    tables = {}
-    for path in ("portable", "accelerated"):
-        code, res, err = check(capsys, tmp_path / path, "ledger_chaining", *args,
-                               settings={"path": path, "fingerprint": "json"})
-        assert code == 0, err[-2000:]
-        cols = ["_depth", "_ord", "_fp", "_fp2", "_parent_fp", "_parent_fp2", "_action"]
-        tables[path] = (res["distinct_states"], res["states_generated"], res["depth"], res["actions_generated"],
-                        sorted(tuple(r.values()) for r in DeltaTable(res["tables"]["states"])
-                               .to_pyarrow_table(columns=["md_next_lid", *cols]).to_pylist()))
-    assert tables["portable"] == tables["accelerated"]
-    assert len(tables["portable"][4]) == tables["portable"][0]
 
 
 def test_pulsar_shortest_counterexample_is_tlcs(capsys, tmp_path):
@@ -122,22 +104,34 @@ def test_pulsar_leak_through_the_portable_path(capsys, tmp_path):
 
 
 @ACCELERATOR
-def test_each_helper_disabled_falls_back_to_the_portable_stage(capsys, tmp_path):
-    """The accelerator with one of its JVM helpers disabled at a time: the stage that uses it runs as
-    on the portable path and says so on stderr, and the run's figures are those with every helper."""
+def test_both_paths_and_each_helper_disabled_give_the_same_run(capsys, tmp_path):
+    """The states table of a portable run holds the accelerated run's rows: the same states, each at
+    the same depth and position in TLC's order, reached by the same action from the same parent (the
+    accelerator fingerprinting as JSON too, as the portable path does). And the accelerator with one of
+    its JVM helpers disabled at a time: the stage that uses it runs as on the portable path and says
+    so on stderr, and the run's figures are the same."""
     args = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2", "--quiet")
-    code, every, err = check(capsys, tmp_path / "all", "ledger_chaining", *args)
-    assert code == 0 and every["path"] == "accelerated", err[-2000:]
+    figures = ("distinct_states", "states_generated", "depth", "actions_generated", "result")
+    tables, runs = {}, {}
+    for path in ("portable", "accelerated"):
+        code, res, err = check(capsys, tmp_path / path, "ledger_chaining", *args,
+                               settings={"path": path, "fingerprint": "json"})
+        assert code == 0 and res["path"] == path, err[-2000:]
+        cols = ["_depth", "_ord", "_fp", "_fp2", "_parent_fp", "_parent_fp2", "_action"]
+        runs[path] = {k: res[k] for k in figures}
+        tables[path] = sorted(tuple(r.values()) for r in DeltaTable(res["tables"]["states"])
+                              .to_pyarrow_table(columns=["md_next_lid", *cols]).to_pylist())
+    assert runs["portable"] == runs["accelerated"] and tables["portable"] == tables["accelerated"]
+    assert len(tables["portable"]) == runs["portable"]["distinct_states"]
     said = {"RowBytes": "fingerprint: the state's JSON text, as on the portable path (RowBytes disabled",
             "SeenSet": "seen states in the tasks' JVM: off, every successor sent to the driver whole (SeenSet disabled",
             "SortedSeen": "seen index: Spark's anti-join of the rows' fragments (SortedSeen disabled",
             "SwitchRows": "the actions' plan: planned again for each Spark level, as on the portable path "
                           "(SwitchRows disabled",
             "ArrowFrontier": "small levels' frontier: written as JSON text (ArrowFrontier disabled"}
-    figures = ("distinct_states", "states_generated", "depth", "actions_generated", "result")
     for helper in HELPERS:
         code, res, err = check(capsys, tmp_path / helper, "ledger_chaining", *args,
                                settings={"disabled_helpers": helper, "level_path": "alternate"})
         assert code == 0, err[-2000:]
         assert f"engine: {said[helper]}" in err, (helper, err[-2000:])
-        assert {k: res[k] for k in figures} == {k: every[k] for k in figures}, helper
+        assert {k: res[k] for k in figures} == runs["accelerated"], helper

@@ -195,7 +195,7 @@ def test_ctrl_c_on_the_server_stops_it_after_the_command_it_runs(tmp_path):
     srv = Server(tmp_path / "c.sock", warm=False)
     try:
         argv = ["--models", TEST_MODELS, "check", "counter", "--json", "--quiet", "--config", "no_deadlock",
-                "--set", "Steps=1", "--set", "Max=60", "--set", "Cap=99", "--warehouse", tmp_path / "wh"]
+                "--set", "Steps=1", "--set", "Max=30", "--set", "Cap=99", "--warehouse", tmp_path / "wh"]
         client = subprocess.Popen([*ENGINE, *[str(a) for a in argv]], cwd=ROOT, env=srv.env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         end = time.time() + 120
@@ -205,7 +205,7 @@ def test_ctrl_c_on_the_server_stops_it_after_the_command_it_runs(tmp_path):
         out, err = client.communicate(timeout=300)
         assert client.returncode == 0, err[-3000:]
         res = json.loads(out)
-        want = bfs({1}, 60, deadlock=False)
+        want = bfs({1}, 30, deadlock=False)
         assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
             (want["distinct"], want["generated"], want["depth"])
         assert srv.proc.wait(timeout=60) == 0
