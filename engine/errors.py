@@ -1,9 +1,11 @@
 """Errors the engine reports to users, each with the exit status the command line returns."""
 from __future__ import annotations
 
+from pathlib import Path
+
 __all__ = [
-    "EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_DEADLOCK", "EXIT_VIOLATION", "EXIT_LIVENESS",
-    "EXIT_ILLEGAL_TRACE",
+    "EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_SPARK_LOST", "EXIT_DEADLOCK", "EXIT_VIOLATION",
+    "EXIT_LIVENESS", "EXIT_ILLEGAL_TRACE",
     "EngineError", "ModelError", "UsageError", "WarehouseError", "RunLockedError",
 ]
 
@@ -11,6 +13,9 @@ __all__ = [
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
+# The Spark under a command went away while it ran (its driver's JVM killed, its context stopped):
+# neither the input's fault nor the engine's; a check run again resumes from its last commit.
+EXIT_SPARK_LOST = 3
 EXIT_DEADLOCK = 11
 EXIT_VIOLATION = 12
 # check: a liveness property is violated (TLC's own code for a temporal property violated).
@@ -39,3 +44,27 @@ class WarehouseError(EngineError):
 
 class RunLockedError(WarehouseError):
     """Another live process is running the same run on the same warehouse."""
+
+
+# What Spark says once its context is stopped under a running command.
+_STOPPED = ("SparkContext was shut down", "Cannot call methods on a stopped SparkContext")
+
+
+def spark_lost(exc: BaseException) -> str | None:
+    """Why the Spark under a command went away, if ``exc`` (or an exception it was raised from or
+    while handling) says so: the context stopped, or the driver's JVM gone (PySpark's Py4J link to it
+    refused or cut); else None."""
+    import traceback
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = str(exc)
+        for mark in _STOPPED:
+            if mark in text:
+                return next(line for line in text.splitlines() if mark in line).strip().lstrip(": ")
+        frames = traceback.extract_tb(exc.__traceback__)
+        if (type(exc).__name__ == "Py4JNetworkError" or isinstance(exc, (ConnectionError, EOFError))) and \
+                frames and "py4j" in Path(frames[-1].filename).parts:
+            return f"the driver's JVM is gone: {type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+        exc = exc.__cause__ or exc.__context__
+    return None

@@ -189,3 +189,22 @@ def test_an_action_failing_at_run_time_names_its_file(capsys, tmp_path, monkeypa
     assert code == 2, err
     assert f"error: {step}:{line}: the model's SQL failed while computing depth 3: [DIVIDE_BY_ZERO]" in err
     assert "Traceback" not in err and "planning each level" not in err
+
+
+def test_what_says_spark_stopped_under_a_command():
+    """Spark's own words for a context stopped under a running job (an executor that could not reach its
+    driver, a SparkContext stopped) mean exit 3 with that line; an error of the same kind not raised by
+    PySpark's link to the JVM is not taken for it (tests/test_platform_resume.py kills a driver's JVM)."""
+    from engine.errors import spark_lost
+    stopped = RuntimeError("An error occurred while calling o1444.localCheckpoint.\n"
+                           ": org.apache.spark.SparkException: Job 37 cancelled because SparkContext was shut down\n"
+                           "\tat org.apache.spark.scheduler.DAGScheduler.$anonfun$cleanUpAfterSchedulerStop$1")
+    try:
+        raise ValueError("during the cleanup") from stopped
+    except ValueError as exc:
+        assert spark_lost(exc) == "org.apache.spark.SparkException: Job 37 cancelled because SparkContext was shut down"
+    try:
+        import socket
+        socket.create_connection(("127.0.0.1", 1), timeout=5)
+    except ConnectionError as exc:
+        assert spark_lost(exc) is None

@@ -4,6 +4,7 @@ Parquet write and the Delta commit), a second process on the same run is refused
 first is alive, and the last start finishes with the figures of an uninterrupted run and no state
 twice. The kill points are the store's test hooks (SSE_KILL_AT / SSE_HOLD_AT)."""
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -93,3 +94,37 @@ def test_killed_runs_resume_to_the_same_figures(counter_ok, tmp_path):
     assert level_rows(root) == list(range(1, local["depth"] + 1))
     code, out, _ = cli("--models", TEST_MODELS, "audit", local["run_id"], "--warehouse", wh)
     assert code == 0 and "PASS" in out.splitlines()[0], out
+
+
+def test_a_run_whose_driver_jvm_is_killed_says_so_and_resumes(tmp_path):
+    """The driver's JVM killed under a running check (as the kernel's OOM killer would): the command
+    exits 3 with one line saying Spark stopped under it, not a traceback; the same command again
+    resumes from the last committed level to the figures of an uninterrupted run, each state once."""
+    from test_counter import bfs
+    wh = tmp_path / "wh"
+    args = ("--config", "no_deadlock", "--set", "Steps=1", "--set", "Max=40", "--set", "Cap=99")
+    argv = [sys.executable, "-m", "engine", "--models", str(TEST_MODELS), "check", "counter", *args,
+            "--warehouse", str(wh), "--json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=short_run_env())
+    try:
+        wait_for_line(proc, "Progress(5)")
+        (jvm,) = subprocess.run(["pgrep", "-P", str(proc.pid), "java"], capture_output=True, text=True).stdout.split()
+        os.kill(int(jvm), signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3 and out == "", err[-3000:]
+    assert err.rstrip().splitlines()[-1] == (
+        "error: Spark stopped under the command (the driver's JVM is gone: ConnectionRefusedError: [Errno 111] "
+        "Connection refused); a check run again resumes from its last committed level")
+    assert "Traceback" not in err
+    code, out, err = cli("--models", TEST_MODELS, "check", "counter", *args, "--warehouse", wh, "--json", "--quiet")
+    assert code == 0, err
+    res, want = json.loads(out), bfs({1}, 40, deadlock=False)
+    assert res["resumed_from_depth"] >= 5
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
+    (root,) = wh.glob("counter/*")
+    t = states(root).to_pyarrow_table(columns=["_fp", "_fp2"])
+    assert t.num_rows == len(t.group_by(["_fp", "_fp2"]).aggregate([])) == want["distinct"]

@@ -15,8 +15,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from engine.errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_LIVENESS, EXIT_OK, EXIT_VIOLATION,
-                           EngineError, UsageError)
+from engine.errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_LIVENESS, EXIT_OK,
+                           EXIT_SPARK_LOST, EXIT_VIOLATION, EngineError, UsageError, spark_lost)
 import engine.cli.client as client
 from engine.model.loader import default_models_root, list_models, load_model, resolve_run, variable_shapes
 from engine.model.values import format_constant
@@ -340,8 +340,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; the run resumes from its last committed level when started again", file=sys.stderr)
         return 130
-    except Exception:  # an engine bug: say so, with the trace
-        traceback.print_exc()
+    except Exception as exc:
+        lost = spark_lost(exc)
+        if lost is not None:
+            print(f"error: Spark stopped under the command ({lost}); a check run again resumes from its last "
+                  "committed level", file=sys.stderr)
+            return EXIT_SPARK_LOST
+        traceback.print_exc()  # an engine bug: say so, with the trace
         return EXIT_INTERNAL
 
 
