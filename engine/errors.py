@@ -1,6 +1,7 @@
 """Errors the engine reports to users, each with the exit status the command line returns."""
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 
 __all__ = [
@@ -54,7 +55,6 @@ def spark_lost(exc: BaseException) -> str | None:
     """Why the Spark under a command went away, if ``exc`` (or an exception it was raised from or
     while handling) says so: the context stopped, or the driver's JVM gone (PySpark's Py4J link to it
     refused or cut); else None."""
-    import traceback
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
