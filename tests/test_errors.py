@@ -207,3 +207,20 @@ def test_what_says_spark_stopped_under_a_command():
         raise ConnectionRefusedError(111, "Connection refused")
     except ConnectionError as exc:
         assert spark_lost(exc) is None
+
+
+def test_py4j_records_on_the_root_logger_are_dropped_once_a_session_is_made():
+    """Py4J logs a lost JVM with ``logging.exception`` on the root logger, which prints its traceback
+    above the engine's one line; a session's setup drops those records and only those."""
+    import logging
+    import os
+    import py4j.java_gateway
+    from engine.runtime.session import quiet_py4j_root_records
+    quiet_py4j_root_records()
+    quiet_py4j_root_records()
+    root = logging.getLogger()
+    def record(pathname):
+        return logging.LogRecord("root", logging.ERROR, pathname, 1060, "Exception while sending command.", None, None)
+    assert not root.filter(record(py4j.java_gateway.__file__))
+    assert root.filter(record(os.path.abspath(__file__)))
+    assert sum(f.__name__ == "_not_from_py4j" for f in root.filters if hasattr(f, "__name__")) == 1

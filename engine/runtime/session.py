@@ -15,7 +15,7 @@ from engine.errors import UsageError
 from engine.model.loader import Model
 from engine.settings import Settings
 
-__all__ = ["get_spark", "declare_constants", "interpreted", "is_classic", "sql_literal", "FACTORY_MODE"]
+__all__ = ["get_spark", "quiet_py4j_root_records", "declare_constants", "interpreted", "is_classic", "sql_literal", "FACTORY_MODE"]
 
 
 def get_spark(settings: Settings | None = None, app_name: str = "state-space-engine",
@@ -133,7 +133,21 @@ def _classic(settings: Settings, app_name: str, conf: dict[str, str] | None) -> 
     from pyspark.logger import PySparkLogger
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+    quiet_py4j_root_records()
     return spark
+
+
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    return "py4j" not in os.path.normpath(record.pathname).split(os.sep)
+
+
+def quiet_py4j_root_records() -> None:
+    """Py4J logs a lost connection to the JVM on the root logger, with its traceback (which also makes
+    Python's logging print to standard error); the engine reports a Spark lost under a command itself
+    (engine.errors.spark_lost), in one line. Records Py4J logs on its own loggers are left alone."""
+    root = logging.getLogger()
+    if _not_from_py4j not in root.filters:
+        root.addFilter(_not_from_py4j)
 
 
 @contextlib.contextmanager
