@@ -209,18 +209,19 @@ def test_what_says_spark_stopped_under_a_command():
         assert spark_lost(exc) is None
 
 
-def test_py4j_records_on_the_root_logger_are_dropped_once_a_session_is_made():
-    """Py4J logs a lost JVM with ``logging.exception`` on the root logger, which prints its traceback
-    above the engine's one line; a session's setup drops those records and only those."""
+def test_py4j_records_on_the_root_logger_are_dropped_once_a_session_is_made(caplog):
+    """Py4J logs a connection cut mid-command with ``logging.exception`` on the root logger, which
+    printed its traceback above the engine's one line of exit 3; a session's setup drops those
+    records, as logged from Py4J's own file, and only those."""
     import logging
-    import os
     import py4j.java_gateway
-    from engine.runtime.session import quiet_py4j_root_records
+    from engine.runtime.session import _not_from_py4j, quiet_py4j_root_records
     quiet_py4j_root_records()
     quiet_py4j_root_records()
-    root = logging.getLogger()
-    def record(pathname):
-        return logging.LogRecord("root", logging.ERROR, pathname, 1060, "Exception while sending command.", None, None)
-    assert not root.filter(record(py4j.java_gateway.__file__))
-    assert root.filter(record(os.path.abspath(__file__)))
-    assert sum(f.__name__ == "_not_from_py4j" for f in root.filters if hasattr(f, "__name__")) == 1
+    log = ("import logging\ntry:\n    raise ConnectionResetError(104, 'Connection reset by peer')\n"
+           "except OSError:\n    logging.exception('Exception while sending command.')\n")
+    exec(compile(log, py4j.java_gateway.__file__, "exec"), {})
+    assert caplog.records == []
+    exec(compile(log, __file__, "exec"), {})
+    assert [r.getMessage() for r in caplog.records] == ["Exception while sending command."]
+    assert logging.getLogger().filters.count(_not_from_py4j) == 1
