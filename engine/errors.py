@@ -1,13 +1,14 @@
 """Errors the engine reports to users, each with the exit status the command line returns."""
 from __future__ import annotations
 
+import re
 import traceback
 from pathlib import Path
 
 __all__ = [
     "EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_SPARK_LOST", "EXIT_DEADLOCK", "EXIT_VIOLATION",
     "EXIT_LIVENESS", "EXIT_ILLEGAL_TRACE",
-    "EngineError", "ModelError", "UsageError", "WarehouseError", "RunLockedError",
+    "EngineError", "ModelError", "UsageError", "WarehouseError", "RunLockedError", "spark_lost",
 ]
 
 # TLC's own codes for the two kinds of finding, so scripts written for TLC keep working.
@@ -51,10 +52,21 @@ class RunLockedError(WarehouseError):
 _STOPPED = ("SparkContext was shut down", "Cannot call methods on a stopped SparkContext")
 
 
+def _connect_unavailable(exc: BaseException, text: str) -> str | None:
+    """A Spark Connect server the client stopped retrying (gRPC's UNAVAILABLE, raised by gRPC or by
+    PySpark's Spark Connect client), in gRPC's own words."""
+    kind = type(exc)
+    if "StatusCode.UNAVAILABLE" not in text or not (kind.__module__.startswith(("grpc", "pyspark.errors"))
+                                                    or "Grpc" in kind.__name__ or "Rpc" in kind.__name__):
+        return None
+    details = re.search(r'details = "(.*)"', text)
+    return "the Spark Connect server is unreachable" + (f": {details.group(1)}" if details else "")
+
+
 def spark_lost(exc: BaseException) -> str | None:
     """Why the Spark under a command went away, if ``exc`` (or an exception it was raised from or
-    while handling) says so: the context stopped, or the driver's JVM gone (PySpark's Py4J link to it
-    refused or cut); else None."""
+    while handling) says so: the context stopped, the driver's JVM gone (PySpark's Py4J link to it
+    refused or cut), or a Spark Connect server out of reach past the client's retries; else None."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -62,6 +74,9 @@ def spark_lost(exc: BaseException) -> str | None:
         for mark in _STOPPED:
             if mark in text:
                 return next(line for line in text.splitlines() if mark in line).strip().lstrip(": ")
+        unreachable = _connect_unavailable(exc, text)
+        if unreachable is not None:
+            return unreachable
         frames = traceback.extract_tb(exc.__traceback__)
         if (type(exc).__name__ == "Py4JNetworkError" or isinstance(exc, (ConnectionError, EOFError))) and \
                 frames and "py4j" in Path(frames[-1].filename).parts:

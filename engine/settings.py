@@ -58,6 +58,9 @@ class Settings:
     remote: str = _setting("", "a Spark Connect server to run on (sc://HOST:PORT): the portable path, through "
                            "Spark Connect (Databricks serverless and standard clusters)", group="spark",
                            env="SSE_SPARK_REMOTE")
+    connect_wait: int = _setting(600, "seconds a Spark Connect client keeps retrying a server it cannot reach "
+                                 "(a restart, a network cut) before the command stops with exit 3; a run stopped "
+                                 "so resumes from its last committed level", group="spark")
     shuffle_partitions: int = _setting(4, "spark.sql.shuffle.partitions: a level is often a few hundred rows, and "
                                        "Spark's 200 would be 200 tasks of nothing", group="spark")
     driver_memory: str = _setting("6g", "spark.driver.memory of a session the engine starts (local mode runs the "

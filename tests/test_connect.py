@@ -136,3 +136,36 @@ def test_ledger_chaining_through_connect_killed_and_resumed(server, tmp_path):
     states = DeltaTable(res["tables"]["states"]).to_pyarrow_table(columns=["_fp", "_fp2"])
     assert states.num_rows == TLC_DISTINCT
     assert states.group_by(["_fp", "_fp2"]).aggregate([]).num_rows == TLC_DISTINCT
+
+
+def test_a_server_lost_mid_run_stops_the_command_with_exit_3(server, tmp_path):
+    """The Spark Connect server killed under a running check: the client retries for ``connect_wait``
+    seconds (PySpark's own policy waits at least 10 minutes, silently), then the command stops with
+    exit 3 and one line in gRPC's words, without computing the level again. Last in this module: it
+    kills the module's server."""
+    from test_platform_resume import wait_for_line
+    argv = [*ENGINE, "--setting", "connect_wait=5", "--models", TEST_MODELS, "check", "counter", "--config",
+            "no_deadlock", "--set", "Steps=1", "--set", "Max=40", "--set", "Cap=99", "--remote", server.url,
+            "--warehouse", tmp_path / "wh", "--json"]
+    env = {**os.environ, "SSE_SERVER": "off"}
+    env.pop("SPARK_REMOTE", None)
+    proc = subprocess.Popen([str(a) for a in argv], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_line(proc, "Progress(2)")
+        for pid in server.pids():
+            os.kill(pid, signal.SIGKILL)
+        killed = time.time()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3 and out == "", err[-3000:]
+    assert time.time() - killed < 40
+    last = err.rstrip().splitlines()[-1]
+    assert last.startswith("error: Spark stopped under the command (the Spark Connect server is unreachable: "), last
+    assert f"127.0.0.1:{server.port}" in last and "Connection refused" in last, last
+    assert last.endswith("); a check run again resumes from its last committed level"), last
+    assert "Traceback" not in err and "computing it again" not in err, err[-3000:]
+    assert err.count(f"engine: the Spark Connect server at {server.url} does not answer; retrying for up to 5 s "
+                     "(setting connect_wait)\n") == 1, err[-3000:]

@@ -70,12 +70,46 @@ def _connect(settings: Settings, app_name: str) -> SparkSession:
         raise UsageError(f"--remote {url}: the Spark Connect client is not installed ({exc}); "
                          "pip install 'pyspark[connect]'") from None
     spark = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
+    _bound_retries(spark, url, settings.connect_wait)
     for key, value in _sql_settings(settings).items():
         try:
             spark.conf.set(key, value)
         except Exception:  # noqa: BLE001 - a setting the server does not let a client change
             pass
     return spark
+
+
+def _bound_retries(spark: SparkSession, url: str, seconds: int) -> None:
+    """The client's retries of an unreachable server spread over about ``seconds`` (PySpark's own policy
+    waits at least 10 minutes, in backoffs growing to a minute, and says nothing meanwhile), and said
+    on standard error when they start; past them the call fails with the gRPC error that
+    ``engine.errors.spark_lost`` reads as Spark lost."""
+    import time
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+    cap = 1000 if seconds < 60 else 10000
+    waits, backoff, total = 0, 50, 0
+    while total < seconds * 1000:
+        total += min(backoff, cap)
+        backoff *= 4
+        waits += 1
+
+    class Policy(DefaultPolicy):
+        since = last = float("-inf")
+
+        def can_retry(self, e: BaseException) -> bool:
+            if not super().can_retry(e):
+                return False
+            now = time.monotonic()
+            if now - self.last > cap / 1000 + 5:  # (a new outage: no retry just before)
+                self.since = now
+                print(f"engine: the Spark Connect server at {url} does not answer; retrying for up to {seconds} s "
+                      "(setting connect_wait)", file=sys.stderr, flush=True)
+            self.last = now
+            # An outage outlasting the wait fails every call at once, the cleanup's too.
+            return now - self.since < seconds
+
+    spark.client.set_retry_policies([Policy(max_retries=waits, initial_backoff=50, backoff_multiplier=4.0,
+                                            max_backoff=cap)])
 
 
 def _classic(settings: Settings, app_name: str, conf: dict[str, str] | None) -> SparkSession:

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import engine.search.invariants as invariants
-from engine.errors import EngineError, ModelError, UsageError, WarehouseError
+from engine.errors import EngineError, ModelError, UsageError, WarehouseError, spark_lost
 from engine.model.assume import check_assumptions
 from engine.model.loader import RunSpec
 from engine.runtime.session import declare_constants, get_spark, interpreted, is_classic
@@ -191,7 +191,9 @@ def check(spec: RunSpec, warehouse: Path | None = None, *, settings: Settings | 
         out.tables = store.tables()
         return _with_properties(out, spark, spec, cm, store, settings, progress, started)
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", partitions)
+        lost = sys.exc_info()[1]
+        if lost is None or spark_lost(lost) is None:  # (a lost Spark would be waited for once more)
+            spark.conf.set("spark.sql.shuffle.partitions", partitions)
         store.close()
 
 
@@ -288,7 +290,7 @@ class PortableSearch:
                 raise  # (the model's input, or the engine's own check: the same again)
             except Exception as exc:  # noqa: BLE001 - Spark's errors come as several types (Py4J's in classic mode)
                 if (isinstance(exc, PySparkException) and self.cm.locate_error(exc) is not None) \
-                        or attempt == LEVEL_ATTEMPTS:
+                        or attempt == LEVEL_ATTEMPTS or spark_lost(exc) is not None:
                     raise
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 print(f"engine: depth {depth + 1} failed ({first[:300]}); computing it again from depth {depth} "
