@@ -152,7 +152,7 @@ def test_a_server_lost_mid_run_stops_the_command_with_exit_3(server, tmp_path):
     proc = subprocess.Popen([str(a) for a in argv], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        wait_for_line(proc, "Progress(2)")
+        wait_for_line(proc, "Progress(1)")
         for pid in server.pids():
             os.kill(pid, signal.SIGKILL)
         killed = time.time()
