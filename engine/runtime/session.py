@@ -108,8 +108,11 @@ def _bound_retries(spark: SparkSession, url: str, seconds: int) -> None:
             # An outage outlasting the wait fails every call at once, the cleanup's too.
             return now - self.since < seconds
 
-    spark.client.set_retry_policies([Policy(max_retries=waits, initial_backoff=50, backoff_multiplier=4.0,
-                                            max_backoff=cap)])
+    client = getattr(spark, "client", None)
+    if not hasattr(client, "set_retry_policies"):
+        return  # (a client without policies keeps its own retries: PySpark 4.0 to 4.3 have them)
+    client.set_retry_policies([Policy(max_retries=waits, initial_backoff=50, backoff_multiplier=4.0,
+                                      max_backoff=cap)])
 
 
 def _classic(settings: Settings, app_name: str, conf: dict[str, str] | None) -> SparkSession:
