@@ -80,6 +80,7 @@ def spark_lost(exc: BaseException) -> str | None:
         frames = traceback.extract_tb(exc.__traceback__)
         if (type(exc).__name__ == "Py4JNetworkError" or isinstance(exc, (ConnectionError, EOFError))) and \
                 frames and "py4j" in Path(frames[-1].filename).parts:
-            return f"the driver's JVM is gone: {type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+            first = text.splitlines()[0] if text else ""
+            return f"the driver's JVM is gone: {type(exc).__name__}: {first}".rstrip(": ")
         exc = exc.__cause__ or exc.__context__
     return None

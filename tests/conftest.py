@@ -1,5 +1,6 @@
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,19 @@ SHORT_RUN_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
 def short_run_env(**extra):
     """The environment for a short command run in a process of its own (SHORT_RUN_JAVA_OPTIONS)."""
     return {"SSE_JAVA_OPTIONS": SHORT_RUN_JAVA_OPTIONS, **os.environ, "PYTHONPATH": str(ROOT), **extra}
+
+
+def wait_for_line(proc, text, timeout=600):
+    """Read the process's stderr until a line contains ``text``; returns the lines read."""
+    seen, deadline = [], time.time() + timeout
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            raise AssertionError(f"process ended (code {proc.wait()}) before '{text}':\n" + "".join(seen[-20:]))
+        seen.append(line)
+        if text in line:
+            return seen
+    raise AssertionError(f"no '{text}' after {timeout}s")
 
 
 def load_script(folder, name):

@@ -12,7 +12,7 @@ import time
 import pytest
 from deltalake import DeltaTable
 
-from conftest import ROOT, TEST_MODELS
+from conftest import ROOT, TEST_MODELS, wait_for_line
 from platform_util import OK_ARGS
 
 ENGINE = [sys.executable, "-m", "engine"]
@@ -29,11 +29,16 @@ def server(tmp_path_factory):
         yield srv
 
 
-def run(*argv, timeout=1800, **kw):
+def engine_env():
+    """A command of the engine's own, not handed to an engine server or to a SPARK_REMOTE set around the suite."""
     env = {**os.environ, "SSE_SERVER": "off"}
     env.pop("SPARK_REMOTE", None)
-    return subprocess.run([*ENGINE, *[str(a) for a in argv]], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout, **kw)
+    return env
+
+
+def run(*argv, timeout=1800, **kw):
+    return subprocess.run([*ENGINE, *[str(a) for a in argv]], cwd=ROOT, env=engine_env(), capture_output=True,
+                          text=True, timeout=timeout, **kw)
 
 
 def check(server, wh, *argv):
@@ -115,9 +120,9 @@ def test_ledger_chaining_through_connect_killed_and_resumed(server, tmp_path):
     level, then the same command again resumes to TLC's figures, each state once in the states table."""
     from test_ledger_chaining import TLC_DEPTH, TLC_DISTINCT, TLC_GENERATED
     wh = tmp_path / "wh"
-    env = {**os.environ, "SSE_SERVER": "off"}
     proc = subprocess.Popen([*ENGINE, "check", "ledger_chaining", "--remote", server.url, "--warehouse", str(wh),
-                             "--json"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--json"], cwd=ROOT, env=engine_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     try:
         for line in proc.stderr:
             if line.startswith("Progress(20)"):
@@ -143,13 +148,10 @@ def test_a_server_lost_mid_run_stops_the_command_with_exit_3(server, tmp_path):
     seconds (PySpark's own policy waits at least 10 minutes, silently), then the command stops with
     exit 3 and one line in gRPC's words, without computing the level again. Last in this module: it
     kills the module's server."""
-    from test_platform_resume import wait_for_line
     argv = [*ENGINE, "--setting", "connect_wait=5", "--models", TEST_MODELS, "check", "counter", "--config",
             "no_deadlock", "--set", "Steps=1", "--set", "Max=40", "--set", "Cap=99", "--remote", server.url,
             "--warehouse", tmp_path / "wh", "--json"]
-    env = {**os.environ, "SSE_SERVER": "off"}
-    env.pop("SPARK_REMOTE", None)
-    proc = subprocess.Popen([str(a) for a in argv], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([str(a) for a in argv], cwd=ROOT, env=engine_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         wait_for_line(proc, "Progress(1)")

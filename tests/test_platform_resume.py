@@ -8,11 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from deltalake import DeltaTable
 
-from conftest import TEST_MODELS, short_run_env
+from conftest import TEST_MODELS, short_run_env, wait_for_line
 from platform_util import OK_ARGS, cli
 
 
@@ -21,19 +20,6 @@ def start(wh, **env):
             "--warehouse", str(wh), "--json"]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=short_run_env(**env))
-
-
-def wait_for_line(proc, text, timeout=600):
-    """Read the process's stderr until a line contains ``text``; returns the lines read."""
-    seen, deadline = [], time.time() + timeout
-    while time.time() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            raise AssertionError(f"process ended (code {proc.wait()}) before '{text}':\n" + "".join(seen[-20:]))
-        seen.append(line)
-        if text in line:
-            return seen
-    raise AssertionError(f"no '{text}' after {timeout}s")
 
 
 def states(run_root):

@@ -15,7 +15,8 @@ from engine.errors import UsageError
 from engine.model.loader import Model
 from engine.settings import Settings
 
-__all__ = ["get_spark", "quiet_py4j_root_records", "declare_constants", "interpreted", "is_classic", "sql_literal", "FACTORY_MODE"]
+__all__ = ["get_spark", "quiet_py4j_root_records", "declare_constants", "interpreted", "is_classic", "sql_literal",
+           "FACTORY_MODE"]
 
 
 def get_spark(settings: Settings | None = None, app_name: str = "state-space-engine",
@@ -84,6 +85,9 @@ def _bound_retries(spark: SparkSession, url: str, seconds: int) -> None:
     waits at least 10 minutes, in backoffs growing to a minute, and says nothing meanwhile), and said
     on standard error when they start; past them the call fails with the gRPC error that
     ``engine.errors.spark_lost`` reads as Spark lost."""
+    client = getattr(spark, "client", None)
+    if not hasattr(client, "set_retry_policies"):
+        return  # (a client without policies keeps its own retries: PySpark 4.0 to 4.3 have them)
     import time
     from pyspark.sql.connect.client.retries import DefaultPolicy
     cap = 1000 if seconds < 60 else 10000
@@ -108,9 +112,6 @@ def _bound_retries(spark: SparkSession, url: str, seconds: int) -> None:
             # An outage outlasting the wait fails every call at once, the cleanup's too.
             return now - self.since < seconds
 
-    client = getattr(spark, "client", None)
-    if not hasattr(client, "set_retry_policies"):
-        return  # (a client without policies keeps its own retries: PySpark 4.0 to 4.3 have them)
     client.set_retry_policies([Policy(max_retries=waits, initial_backoff=50, backoff_multiplier=4.0,
                                       max_backoff=cap)])
 
