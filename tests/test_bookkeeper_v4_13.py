@@ -33,6 +33,7 @@ def replay(spec, trace):
     return states
 
 
+@pytest.mark.long  # (the model's union of actions is planned and compiled cold for a 3-state trace)
 def test_deadlock_checking_on_finds_the_closed_ledger(capsys, tmp_path):
     # With deadlock checking on (TLC without -deadlock): w1 creates the ledger and closes it at
     # once; then nothing is enabled (no messages, and recovery needs an open ledger). TLC with two

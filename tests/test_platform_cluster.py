@@ -1,14 +1,19 @@
 """A real distributed run: a Spark standalone cluster on loopback (a master and two workers, each
 its own JVM), the engine's driver in its own process with --master spark://..., and the same
-figures as the local run. The cluster is stopped whatever happens."""
+figures as the local run. The cluster is stopped whatever happens. Long: a master, two workers and
+their executors each start a JVM; in the default suite the engine drives a Spark of another process
+through Spark Connect (tests/test_connect.py)."""
 import json
 import subprocess
 import sys
+
+import pytest
 
 from conftest import TEST_MODELS, short_run_env
 from platform_util import OK_ARGS
 
 
+@pytest.mark.long
 def test_cluster_run_has_the_local_figures(counter_ok, tmp_path):
     from engine.runtime.cluster import LocalCluster
     _, local = counter_ok

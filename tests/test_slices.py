@@ -83,14 +83,24 @@ def _actions(tmp_path):
 
 
 @pytest.mark.parametrize("path", [pytest.param("accelerated", marks=pytest.mark.long), "portable"])
-def test_a_sliced_level_finds_the_shortest_deadlock_and_violation(capsys, tmp_path, path):
-    """The shortest traces to a deadlock and to a violation, with the levels sliced; the violation
-    also after a kill once its slice is written."""
+def test_a_sliced_level_finds_the_shortest_deadlock(capsys, tmp_path, path):
+    """The shortest trace to a deadlock, with the levels sliced."""
     sliced = {"path": path, "level_path": "spark", "slice_successors": 4}
     code, res, err = check(capsys, tmp_path / "dead", "--set", "Steps=1,2", "--set", "Max=5", settings=sliced)
     assert code == 11, err
     assert "slice 2 of" in err
     assert len(res["trace"]) == bfs({1, 2}, 5)["trace_length"]
+
+
+# A run killed and resumed within a sliced level is in the default suite through
+# test_a_sliced_level_is_the_level_expanded_whole (portable) and
+# test_a_level_written_in_slices_is_sliced_along_its_files (accelerated).
+@pytest.mark.long
+@pytest.mark.parametrize("path", ["accelerated", "portable"])
+def test_a_violation_in_a_sliced_level_killed_after_its_slice_is_found_again(capsys, tmp_path, path):
+    """The shortest trace to a violation, with the levels sliced, after a kill once the violation's
+    slice is written."""
+    sliced = {"path": path, "level_path": "spark", "slice_successors": 4}
     # The violation is in level 4's last slice (slice 3): a run killed once that slice is written
     # computes it again, rather than resuming past it.
     args = ("--no-deadlock", "--set", "Steps=1,2", "--set", "Max=8", "--set", "Limit=5")
