@@ -52,6 +52,23 @@ class RunLockedError(WarehouseError):
 _STOPPED = ("SparkContext was shut down", "Cannot call methods on a stopped SparkContext")
 
 
+# A Spark Connect session the server no longer has (a server restarted while the client retried):
+# the server's error classes, and the client's once it has closed the session on seeing a new
+# server-side session id; a new session (the command run again) is what PySpark asks for.
+_SESSION_GONE = ("INVALID_HANDLE.SESSION_CHANGED", "INVALID_HANDLE.SESSION_NOT_FOUND", "INVALID_HANDLE.SESSION_CLOSED",
+                 "NO_ACTIVE_SESSION", "Received incorrect server side session identifier")
+
+
+def _connect_session_gone(exc: BaseException, text: str) -> str | None:
+    if not type(exc).__module__.startswith("pyspark.errors"):
+        return None
+    mark = next((m for m in _SESSION_GONE if m in text), None)
+    if mark is None:
+        return None
+    line = next(line for line in text.splitlines() if mark in line).strip()
+    return f"the Spark Connect server lost this command's session, as a server restarted under it does: {line}"
+
+
 def _connect_unavailable(exc: BaseException, text: str) -> str | None:
     """A Spark Connect server the client stopped retrying (gRPC's UNAVAILABLE, raised by gRPC or by
     PySpark's Spark Connect client), in gRPC's own words."""
@@ -66,7 +83,8 @@ def _connect_unavailable(exc: BaseException, text: str) -> str | None:
 def spark_lost(exc: BaseException) -> str | None:
     """Why the Spark under a command went away, if ``exc`` (or an exception it was raised from or
     while handling) says so: the context stopped, the driver's JVM gone (PySpark's Py4J link to it
-    refused or cut), or a Spark Connect server out of reach past the client's retries; else None."""
+    refused or cut), a Spark Connect server out of reach past the client's retries, or its session
+    gone with a server restarted under the command; else None."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -74,7 +92,7 @@ def spark_lost(exc: BaseException) -> str | None:
         for mark in _STOPPED:
             if mark in text:
                 return next(line for line in text.splitlines() if mark in line).strip().lstrip(": ")
-        unreachable = _connect_unavailable(exc, text)
+        unreachable = _connect_unavailable(exc, text) or _connect_session_gone(exc, text)
         if unreachable is not None:
             return unreachable
         frames = traceback.extract_tb(exc.__traceback__)

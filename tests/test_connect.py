@@ -143,6 +143,47 @@ def test_ledger_chaining_through_connect_killed_and_resumed(server, tmp_path):
     assert states.group_by(["_fp", "_fp2"]).aggregate([]).num_rows == TLC_DISTINCT
 
 
+@pytest.mark.long
+def test_a_server_restarted_under_a_run_stops_it_with_exit_3_and_the_run_resumes(tmp_path):
+    """A Spark Connect server killed under a running check and started again at the same address
+    within ``connect_wait``: the new server has no session of the command's, so the command stops with
+    exit 3 and one line that says so, without computing the level again; the same command against
+    the new server resumes to the independent search's figures."""
+    from engine.runtime.cluster import LocalConnectServer
+    from test_counter import bfs
+    args = ["--models", TEST_MODELS, "check", "counter", "--config", "no_deadlock", "--set", "Steps=1", "--set",
+            "Max=40", "--set", "Cap=99", "--warehouse", tmp_path / "wh", "--json"]
+    again = LocalConnectServer(folder=tmp_path / "again")  # (started at the first's port once it is killed)
+    try:
+        with LocalConnectServer(folder=tmp_path / "first") as first:
+            again.port, again.url = first.port, first.url
+            argv = [*ENGINE, "--setting", "connect_wait=120", *args, "--remote", first.url]
+            proc = subprocess.Popen([str(a) for a in argv], cwd=ROOT, env=engine_env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            try:
+                wait_for_line(proc, "Progress(2)")
+                for pid in first.pids():
+                    os.kill(pid, signal.SIGKILL)
+                again.start()
+                out, err = proc.communicate(timeout=300)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+        assert proc.returncode == 3 and out == "", err[-3000:]
+        last = err.rstrip().splitlines()[-1]
+        assert last.startswith("error: Spark stopped under the command (the Spark Connect server lost this command's "
+                               "session, as a server restarted under it does: "), last
+        assert "Traceback" not in err and "computing it again" not in err, err[-3000:]
+        done = run(*args, "--remote", again.url, "--quiet")
+    finally:
+        again.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    res, want = json.loads(done.stdout), bfs({1}, 40, cap=99, deadlock=False)
+    assert res["resumed_from_depth"] >= 2
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == \
+        (want["distinct"], want["generated"], want["depth"])
+
+
 def test_a_server_lost_mid_run_stops_the_command_with_exit_3(server, tmp_path):
     """The Spark Connect server killed under a running check: the client retries for ``connect_wait``
     seconds (PySpark's own policy waits at least 10 minutes, silently), then the command stops with

@@ -209,6 +209,28 @@ def test_what_says_spark_stopped_under_a_command():
         assert spark_lost(exc) is None
 
 
+def test_a_spark_connect_session_the_server_lost_is_spark_stopped():
+    """A Spark Connect server restarted within connect_wait no longer has the command's session: the
+    client closes it on the new server-side session id and raises NO_ACTIVE_SESSION from then on.
+    That is Spark lost (exit 3), as PySpark raises it; the same words from elsewhere are not
+    (tests/test_connect.py restarts a server under a run, long)."""
+    from pyspark.errors import PySparkAssertionError
+    from pyspark.errors.exceptions.connect import SparkConnectException
+    from engine.errors import spark_lost
+    closed = SparkConnectException(errorClass="NO_ACTIVE_SESSION", messageParameters={})
+    assert spark_lost(closed) == ("the Spark Connect server lost this command's session, as a server restarted "
+                                  "under it does: [NO_ACTIVE_SESSION] No active Spark session found. Please create "
+                                  "a new Spark session before running the code.")
+    changed = PySparkAssertionError("Received incorrect server side session identifier for request. Please create "
+                                    "a new Spark Session to reconnect. (b != a)")
+    try:
+        raise ValueError("during the cleanup") from changed
+    except ValueError as exc:
+        assert spark_lost(exc).endswith(": Received incorrect server side session identifier for request. Please "
+                                        "create a new Spark Session to reconnect. (b != a)")
+    assert spark_lost(RuntimeError("[NO_ACTIVE_SESSION] in a model's own text")) is None
+
+
 def test_py4j_records_on_the_root_logger_are_dropped_once_a_session_is_made(caplog):
     """Py4J logs a connection cut mid-command with ``logging.exception`` on the root logger, which
     printed its traceback above the engine's one line of exit 3; a session's setup drops those
