@@ -231,6 +231,30 @@ def test_a_spark_connect_session_the_server_lost_is_spark_stopped():
     assert spark_lost(RuntimeError("[NO_ACTIVE_SESSION] in a model's own text")) is None
 
 
+def test_a_spark_error_raised_over_ctrl_c_is_a_stop_asked_for():
+    """Ctrl-C in a block whose cleanup fetches the cancelled job's result: Spark's error is raised over
+    the KeyboardInterrupt, which stays in its chain; that is a stop asked for, not a failure to plan
+    around (tests/test_platform_resume.py presses Ctrl-C in a large level, long)."""
+    from engine.search.control import cancelled, stop_requested
+    try:
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise RuntimeError("An error occurred while calling o546.getResult.")
+    except RuntimeError as exc:
+        assert stop_requested(exc)
+        try:
+            raise ValueError("the held plan failed") from exc
+        except ValueError as outer:
+            assert stop_requested(outer)
+    assert not stop_requested(RuntimeError("An error occurred while calling o546.getResult."))
+    cancelled.set()
+    try:
+        assert stop_requested(RuntimeError("a job cancelled: the server's client went away"))
+    finally:
+        cancelled.clear()
+
+
 def test_py4j_records_on_the_root_logger_are_dropped_once_a_session_is_made(caplog):
     """Py4J logs a connection cut mid-command with ``logging.exception`` on the root logger, which
     printed its traceback above the engine's one line of exit 3; a session's setup drops those

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from deltalake import DeltaTable
 
 from conftest import TEST_MODELS, short_run_env, wait_for_line
@@ -114,3 +115,51 @@ def test_a_run_whose_driver_jvm_is_killed_says_so_and_resumes(tmp_path):
     (root,) = wh.glob("counter/*")
     t = states(root).to_pyarrow_table(columns=["_fp", "_fp2"])
     assert t.num_rows == len(t.group_by(["_fp", "_fp2"]).aggregate([])) == want["distinct"]
+
+
+@pytest.mark.long
+def test_ctrl_c_in_a_large_level_stops_the_check_and_it_resumes_to_tlcs_figures(tmp_path):
+    """Ctrl-C while a large level's held plan runs (BookKeeper's master model, depth 19 of 28, about
+    180,000 successors): PySpark's handler cancels the job, whose error is raised over the
+    KeyboardInterrupt as the job's result is fetched; the command still stops (exit 130, the line
+    that says so) rather than planning the level again, and its driver's JVM goes with it. Run
+    again, it resumes to TLC's figures, each state once."""
+    wh = tmp_path / "wh"
+    argv = [sys.executable, "-m", "engine", "check", "bookkeeper", "--config", "bk_master_2b_nosym",
+            "--warehouse", str(wh), "--json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=short_run_env())
+    try:
+        wait_for_line(proc, "Progress(18)")
+        (jvm,) = subprocess.run(["pgrep", "-P", str(proc.pid), "java"], capture_output=True, text=True).stdout.split()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and out == "", err[-3000:]
+    assert err.rstrip().splitlines()[-1] == "interrupted; the run resumes from its last committed level when started again"
+    assert "planning each level" not in err and "computing it again" not in err, err[-3000:]
+    assert _gone_within(jvm, 30), f"the driver's JVM {jvm} outlived its command"
+    code, out, err = cli("check", "bookkeeper", "--config", "bk_master_2b_nosym", "--warehouse", wh, "--json",
+                         "--quiet")
+    assert code == 0, err[-3000:]
+    res = json.loads(out)
+    assert 18 <= res["resumed_from_depth"] < 28
+    assert (res["distinct_states"], res["states_generated"], res["depth"]) == (285_773, 982_019, 28)
+    (root,) = wh.glob("bookkeeper/*")
+    t = states(root).to_pyarrow_table(columns=["_fp", "_fp2"])
+    assert t.num_rows == len(t.group_by(["_fp", "_fp2"]).aggregate([])) == 285_773
+
+
+def _gone_within(pid: str, seconds: float) -> bool:
+    """Whether process ``pid`` has exited (or is a zombie: no command line) within ``seconds``."""
+    import time
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            if not open(f"/proc/{pid}/cmdline").read():
+                return True
+        except OSError:
+            return True
+        time.sleep(0.5)
+    return False

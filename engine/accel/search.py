@@ -40,7 +40,7 @@ from engine.accel.spark import checkpoint, persistent_rdd_ids, unpersist_rdds
 from engine.model.loader import RunSpec
 from engine.runtime.session import _CODEGEN_CONFS, FACTORY_MODE, interpreted
 from engine.search.commit import dense
-from engine.search.control import cancelled
+from engine.search.control import cancelled, stop_requested
 from engine.search.encoding import fingerprint_sql
 from engine.search.expand import CompiledModel, slice_bounds, slice_line
 from engine.search.invariants import InvariantSuite, guarded
@@ -908,6 +908,8 @@ class AcceleratedSearch:
                 with self._projections_interpreted(small):
                     succ = self.held_union.successors(leaf, annotate, 1 if small else None)
             except (PySparkException, Py4JError, HeldPlanUnavailable) as exc:
+                if stop_requested(exc):
+                    raise KeyboardInterrupt from exc
                 if isinstance(exc, PySparkException) and self.cm.locate_error(exc):
                     raise  # the model's SQL failed: planning it again would fail the same way
                 # A plan that cannot be run again (an action that shuffles), or not expected; the

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine.errors import EXIT_INTERNAL, EXIT_OK, EngineError, UsageError
+from engine.search.control import INTERRUPTED
 from engine.settings import Settings
 
 __all__ = ["ENV", "FORWARDED", "PROTOCOL", "code_digest", "forward", "greeting", "socket_path", "status", "stop"]
@@ -153,7 +154,7 @@ def forward(argv: list[str], base: Settings, master: str, out: TextIO | None = N
                     return None
         except KeyboardInterrupt:
             # Closing the connection makes the server cancel the command's Spark jobs.
-            print("interrupted; the run resumes from its last committed level when started again", file=err)
+            print(INTERRUPTED, file=err)
             return 130
         except BrokenPipeError:  # this command's own output closed (| head): the server sees it go
             return EXIT_INTERNAL

@@ -18,6 +18,7 @@ from pathlib import Path
 from engine.errors import (EXIT_DEADLOCK, EXIT_ILLEGAL_TRACE, EXIT_INTERNAL, EXIT_LIVENESS, EXIT_OK,
                            EXIT_SPARK_LOST, EXIT_VIOLATION, EngineError, UsageError, spark_lost)
 import engine.cli.client as client
+from engine.search.control import INTERRUPTED, stop_requested
 from engine.model.loader import default_models_root, list_models, load_model, resolve_run, variable_shapes
 from engine.model.values import format_constant
 from engine.settings import Settings, describe
@@ -338,9 +339,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted; the run resumes from its last committed level when started again", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return 130
     except Exception as exc:
+        if stop_requested(exc):  # (Ctrl-C, with a cancelled job's error raised over it)
+            print(INTERRUPTED, file=sys.stderr)
+            return 130
         lost = spark_lost(exc)
         if lost is not None:
             print(f"error: Spark stopped under the command ({lost}); a check run again resumes from its last "

@@ -3,6 +3,26 @@ The search stops before its next level, as after Ctrl-C, and resumes from its la
 when started again."""
 import threading
 
-__all__ = ["cancelled"]
+__all__ = ["INTERRUPTED", "cancelled", "stop_requested"]
 
 cancelled = threading.Event()
+
+# What a command stopped by Ctrl-C says (the command line, or its client when an engine server runs it).
+INTERRUPTED = "interrupted; the run resumes from its last committed level when started again"
+
+
+def stop_requested(exc: BaseException) -> bool:
+    """Whether ``exc`` is a stop asked for (Ctrl-C, a server's client gone) rather than a failure to
+    work around: ``cancelled`` is set, or a KeyboardInterrupt is in its chain. PySpark's SIGINT
+    handler cancels every job, then raises KeyboardInterrupt; where that lands in a block whose
+    cleanup asks the JVM for the job's result, the cancelled job's error is raised over it, so a
+    caller that falls back or retries on Spark's errors would compute the level again."""
+    if cancelled.is_set():
+        return True
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False

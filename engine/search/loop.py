@@ -39,7 +39,7 @@ import engine.search.seen as seen
 from engine.search.expand import CompiledModel, compile_model
 from engine.search.encoding import JSON, ROW_BYTES, fingerprint_note
 from engine.search.encoding import scheme as fingerprint_scheme
-from engine.search.control import cancelled
+from engine.search.control import cancelled, stop_requested
 from engine.search.fingerprint import Fingerprinter
 from engine.search.invariants import InvariantSuite
 from engine.search.outcome import Outcome, outcome_from_row, outcome_row, run_spec_json, write_trace_itf
@@ -289,6 +289,8 @@ class PortableSearch:
             except (EngineError, RuntimeError):
                 raise  # (the model's input, or the engine's own check: the same again)
             except Exception as exc:  # noqa: BLE001 - Spark's errors come as several types (Py4J's in classic mode)
+                if stop_requested(exc):
+                    raise KeyboardInterrupt from exc
                 if (isinstance(exc, PySparkException) and self.cm.locate_error(exc) is not None) \
                         or attempt == LEVEL_ATTEMPTS or spark_lost(exc) is not None:
                     raise
