@@ -137,7 +137,8 @@ def test_ctrl_c_in_a_large_level_stops_the_check_and_it_resumes_to_tlcs_figures(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130 and out == "", err[-3000:]
-    assert err.rstrip().splitlines()[-1] == "interrupted; the run resumes from its last committed level when started again"
+    assert err.rstrip().splitlines()[-1] == \
+        "interrupted; the run resumes from its last committed level when started again"
     assert "planning each level" not in err and "computing it again" not in err, err[-3000:]
     assert _gone_within(jvm, 30), f"the driver's JVM {jvm} outlived its command"
     code, out, err = cli("check", "bookkeeper", "--config", "bk_master_2b_nosym", "--warehouse", wh, "--json",
