@@ -157,19 +157,10 @@ def test_a_server_restarted_under_a_run_stops_it_with_exit_3_and_the_run_resumes
     try:
         with LocalConnectServer(folder=tmp_path / "first") as first:
             again.port, again.url = first.port, first.url
-            argv = [*ENGINE, "--setting", "connect_wait=120", *args, "--remote", first.url]
-            proc = subprocess.Popen([str(a) for a in argv], cwd=ROOT, env=engine_env(), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-            try:
-                wait_for_line(proc, "Progress(2)")
-                for pid in first.pids():
-                    os.kill(pid, signal.SIGKILL)
-                again.start()
-                out, err = proc.communicate(timeout=300)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-        assert proc.returncode == 3 and out == "", err[-3000:]
+            code, out, err, _ = _server_killed_under(first, "Progress(2)",
+                                                     ["--setting", "connect_wait=120", *args, "--remote", first.url],
+                                                     then=again.start, timeout=300)
+        assert code == 3 and out == "", err[-3000:]
         last = err.rstrip().splitlines()[-1]
         assert last.startswith("error: Spark stopped under the command (the Spark Connect server lost this command's "
                                "session, as a server restarted under it does: "), last
@@ -189,21 +180,11 @@ def test_a_server_lost_mid_run_stops_the_command_with_exit_3(server, tmp_path):
     seconds (PySpark's own policy waits at least 10 minutes, silently), then the command stops with
     exit 3 and one line in gRPC's words, without computing the level again. Last in this module: it
     kills the module's server."""
-    argv = [*ENGINE, "--setting", "connect_wait=5", "--models", TEST_MODELS, "check", "counter", "--config",
-            "no_deadlock", "--set", "Steps=1", "--set", "Max=40", "--set", "Cap=99", "--remote", server.url,
+    argv = ["--setting", "connect_wait=5", "--models", TEST_MODELS, "check", "counter", "--config", "no_deadlock",
+            "--set", "Steps=1", "--set", "Max=40", "--set", "Cap=99", "--remote", server.url,
             "--warehouse", tmp_path / "wh", "--json"]
-    proc = subprocess.Popen([str(a) for a in argv], cwd=ROOT, env=engine_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_line(proc, "Progress(1)")
-        for pid in server.pids():
-            os.kill(pid, signal.SIGKILL)
-        killed = time.time()
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 3 and out == "", err[-3000:]
+    code, out, err, killed = _server_killed_under(server, "Progress(1)", argv)
+    assert code == 3 and out == "", err[-3000:]
     assert time.time() - killed < 40
     last = err.rstrip().splitlines()[-1]
     assert last.startswith("error: Spark stopped under the command (the Spark Connect server is unreachable: "), last
@@ -212,3 +193,22 @@ def test_a_server_lost_mid_run_stops_the_command_with_exit_3(server, tmp_path):
     assert "Traceback" not in err and "computing it again" not in err, err[-3000:]
     assert err.count(f"engine: the Spark Connect server at {server.url} does not answer; retrying for up to 5 s "
                      "(setting connect_wait)\n") == 1, err[-3000:]
+
+
+def _server_killed_under(srv, line, argv, then=None, timeout=120):
+    """The engine run with ``argv``, the Connect server ``srv`` killed with SIGKILL once the run's
+    stderr has ``line``, then ``then()``: the run's (exit status, stdout, stderr, time of the kill)."""
+    proc = subprocess.Popen([str(a) for a in [*ENGINE, *argv]], cwd=ROOT, env=engine_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_line(proc, line)
+        for pid in srv.pids():
+            os.kill(pid, signal.SIGKILL)
+        killed = time.time()
+        if then is not None:
+            then()
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, out, err, killed

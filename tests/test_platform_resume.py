@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from deltalake import DeltaTable
@@ -95,8 +96,7 @@ def test_a_run_whose_driver_jvm_is_killed_says_so_and_resumes(tmp_path):
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=short_run_env())
     try:
         wait_for_line(proc, "Progress(5)")
-        (jvm,) = subprocess.run(["pgrep", "-P", str(proc.pid), "java"], capture_output=True, text=True).stdout.split()
-        os.kill(int(jvm), signal.SIGKILL)
+        os.kill(int(_driver_jvm(proc)), signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -130,7 +130,7 @@ def test_ctrl_c_in_a_large_level_stops_the_check_and_it_resumes_to_tlcs_figures(
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=short_run_env())
     try:
         wait_for_line(proc, "Progress(18)")
-        (jvm,) = subprocess.run(["pgrep", "-P", str(proc.pid), "java"], capture_output=True, text=True).stdout.split()
+        jvm = _driver_jvm(proc)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -152,9 +152,14 @@ def test_ctrl_c_in_a_large_level_stops_the_check_and_it_resumes_to_tlcs_figures(
     assert t.num_rows == len(t.group_by(["_fp", "_fp2"]).aggregate([])) == 285_773
 
 
+def _driver_jvm(proc) -> str:
+    """The pid of the Spark driver's JVM that the engine's process ``proc`` started."""
+    (jvm,) = subprocess.run(["pgrep", "-P", str(proc.pid), "java"], capture_output=True, text=True).stdout.split()
+    return jvm
+
+
 def _gone_within(pid: str, seconds: float) -> bool:
     """Whether process ``pid`` has exited (or is a zombie: no command line) within ``seconds``."""
-    import time
     end = time.time() + seconds
     while time.time() < end:
         try:
