@@ -31,7 +31,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
 
 from engine.settings import Settings
 
-__all__ = ["ROW_BYTES", "JSON", "encode_args", "fingerprint_note", "fingerprint_sql", "json_exact",
+__all__ = ["ROW_BYTES", "JSON", "encode_args", "fingerprint_note", "fingerprint_sql", "hash_pair", "json_exact",
            "scheme", "scheme_name"]
 
 ROW_BYTES, JSON = "row-bytes", "json"
@@ -148,5 +148,10 @@ def fingerprint_sql(columns: list[tuple[str, DataType]], prefix: str = "", *, us
         short = _positional(StructType(exact_types)).simpleString()
         args.insert(0, f"to_json(CAST(named_struct({', '.join(exact)}) AS {short}), "
                        f"map('ignoreNullFields', 'true'))")
+    return hash_pair(args)
+
+
+def hash_pair(args: list[str]) -> tuple[str, str]:
+    """The fingerprint's two differently seeded ``xxhash64`` over the SQL expressions ``args``."""
     joined = ", ".join(args)
     return f"xxhash64({joined})", f"xxhash64({_SECOND_SEED}, {joined})"

@@ -39,7 +39,7 @@ from pyspark.sql.types import (ArrayType, BooleanType, ByteType, DataType, Integ
                                StringType, StructType)
 
 from engine.errors import ModelError
-from engine.search.encoding import fingerprint_sql
+from engine.search.encoding import ROW_BYTES, fingerprint_sql, hash_pair
 
 __all__ = ["SymmetryShape", "parse_shape", "permutations", "canonical_fingerprint_stages", "check_paths",
            "helper_plan", "helper_supports"]
@@ -296,8 +296,14 @@ def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryS
     hashed = [[f"{fp1} AS _fp", f"{fp2} AS _fp2"]]
     own = ", ".join(f"'{f.name}', `{f.name}`" for f in schema.fields)
     if helper:
-        return [[f"sse_canonical(named_struct({own}), {_sql_str(helper_plan(schema, shapes, sets))}) AS _q"],
-                *hashed]
+        smallest = f"sse_canonical(named_struct({own}), {_sql_str(helper_plan(schema, shapes, sets))})"
+        if using == ROW_BYTES:
+            # The image's bytes are those of the named struct of its fields that ``hashed`` makes (a
+            # row's bytes do not hold its field names), so the fingerprints are the same. Hashed where
+            # it is made, the image is never a column: a projection that carried it beside the state
+            # would copy the state twice more, outside the stage's generated code (too many fields).
+            return [[f"{h} AS {c}" for h, c in zip(hash_pair([f"sse_row_bytes({smallest})"]), ("_fp", "_fp2"))]]
+        return [[f"{smallest} AS _q"], *hashed]
     perms = _permutation_data(sets)
     if len(perms) > literal_permutations:
         return [[f"{_smallest_image_lambda_sql(schema, shapes, sets)} AS _q"], *hashed]
