@@ -298,11 +298,13 @@ def canonical_fingerprint_stages(schema: StructType, shapes: dict[str, SymmetryS
     if helper:
         smallest = f"sse_canonical(named_struct({own}), {_sql_str(helper_plan(schema, shapes, sets))})"
         if using == ROW_BYTES:
-            # The image's bytes are those of the named struct of its fields that ``hashed`` makes (a
-            # row's bytes do not hold its field names), so the fingerprints are the same. Hashed where
+            # The helper takes only types whose values row-bytes hashes whole (``helper_supports``), so
+            # ``hashed`` is the two hashes of the named struct of the image's fields, whose bytes are
+            # the image's own (a row's bytes hold no field names): the same fingerprints. Hashed where
             # it is made, the image is never a column: a projection that carried it beside the state
             # would copy the state twice more, outside the stage's generated code (too many fields).
-            return [[f"{h} AS {c}" for h, c in zip(hash_pair([f"sse_row_bytes({smallest})"]), ("_fp", "_fp2"))]]
+            h1, h2 = hash_pair([f"sse_row_bytes({smallest})"])
+            return [[f"{h1} AS _fp", f"{h2} AS _fp2"]]
         return [[f"{smallest} AS _q"], *hashed]
     perms = _permutation_data(sets)
     if len(perms) > literal_permutations:
