@@ -150,6 +150,9 @@ class Settings:
                                  "generated and compiled once", group="search")
     fixed_plan: bool = _setting(True, "small levels run the actions' union planned once per run, not planned again "
                                 "each level", group="search")
+    keep_plans: bool = _setting(True, "a run's planned union is kept when it ends, for the next run of the same "
+                                "model, configuration and settings in this process (an engine server's next command)",
+                                group="search")
     frontier: str = _setting("arrow", "how a small level's frontier reaches the planned union: arrow (the JVM helper "
                              "ArrowFrontier) or json", group="search", choices=("arrow", "json"))
     by_part: bool = _setting(True, "the planned union runs each frontier part's actions as one task",

@@ -229,3 +229,37 @@ def test_jvm_helper_declines_types_it_does_not_order(spark):
     ok = spark.createDataFrame([], "a array<struct<x:int, y:string, z:boolean, w:bigint>>, b string").schema
     assert helper_supports(ok)
     assert not helper_supports(spark.createDataFrame([], "a array<struct<x:double>>, b string").schema)
+
+
+def test_a_later_run_in_the_process_takes_over_the_planned_union_and_finds_the_same_orbits(spark, tmp_path,
+                                                                                           monkeypatch):
+    """An engine server's commands, each in a session of its own: a run of a configuration run before
+    takes over that run's planned union (parked when it ended) instead of planning it again, with the
+    reference's figures; its seen filter blanks repeats under the plan's set name; another
+    configuration plans and parks its own."""
+    import engine.accel.held as held
+    from engine.model.loader import load_model, resolve_run
+    from engine.search.loop import check as run
+    from engine.settings import Settings
+
+    procs, max_, log_len = CASES[0]
+    sets = [f"Procs={','.join(procs)}", f"Max={max_}", f"LogLen={log_len}"]
+    model = load_model("tokens", TEST_MODELS)
+    specs = {sym: resolve_run(model, None, sets, symmetry=sym) for sym in (True, False)}
+    blanked = []
+    real = held.HeldExpansion.successors
+    monkeypatch.setattr(held.HeldExpansion, "successors",
+                        lambda self, *a, **k: blanked.append((self.adopted, real(self, *a, **k))) or blanked[-1][1])
+    settings = Settings(level_path="driver")
+    held.drop_parked()  # (the suite's earlier runs of this configuration parked theirs)
+    uses = []
+    for i, sym in enumerate([True, False, True, False, True]):
+        blanked.clear()
+        out = run(specs[sym], tmp_path / f"wh{i}", settings=settings, spark=spark.newSession(), fresh=True)
+        assert (out.distinct_states, out.states_generated, out.depth, out.actions_generated) == \
+            reference(procs, max_, log_len, symmetry=sym)
+        assert out.path == "accelerated" and out.symmetry is sym
+        assert {adopted for adopted, _ in blanked} == {i >= 2}
+        assert sum(t.filter(t["_seen"]).num_rows for _, t in blanked) > 0  # (the plan tests this run's set)
+        uses.append(sorted(held.parked().values()))
+    assert uses == [[0], [0, 0], [0, 1], [1, 1], [1, 2]]

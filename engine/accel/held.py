@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -29,7 +31,28 @@ from engine.search.expand import CompiledModel, planning_threads
 from engine.search.encoding import json_exact
 from engine.settings import Settings
 
-__all__ = ["HeldExpansion", "HeldPlanUnavailable", "HeldRows", "rows_frame", "union_by_part", "nullable"]
+__all__ = ["HeldExpansion", "HeldPlanUnavailable", "HeldRows", "rows_frame", "union_by_part", "nullable", "parked",
+           "drop_parked"]
+
+# The held unions of runs that ended, by what their plans depend on (``HeldExpansion.key``): a later
+# run of the same model, configuration and settings in this process (an engine server's next
+# command) takes one over instead of analyzing, planning and generating the code of every action
+# again. A plan is taken by one run at a time, and parked again when that run ends well.
+_PARKED: OrderedDict[str, dict] = OrderedDict()
+_PARKED_LOCK = threading.Lock()
+PARKED_MAX = 4  # (each holds an action union's plan and generated classes in the JVM)
+
+
+def parked() -> dict[str, int]:
+    """The parked plans' keys and how many runs took each over."""
+    with _PARKED_LOCK:
+        return {k: v["uses"] for k, v in _PARKED.items()}
+
+
+def drop_parked() -> None:
+    """Let every parked plan go."""
+    with _PARKED_LOCK:
+        _PARKED.clear()
 
 
 def rows_frame(spark: SparkSession, rdd, schema) -> DataFrame:
@@ -241,12 +264,15 @@ class HeldExpansion:
     def __init__(self, spark: SparkSession, cm: CompiledModel, folder: Path,
                  finish: Callable[[DataFrame, bool], DataFrame], name: str, parts: int = 1,
                  tasks: int | None = None, binary: bool = True, columns: StructType | None = None,
-                 union_over: Callable[[DataFrame], DataFrame] | None = None, settings: Settings | None = None):
+                 union_over: Callable[[DataFrame], DataFrame] | None = None, settings: Settings | None = None,
+                 key: str | None = None):
         """``columns`` and ``union_over`` (Arrow files only): the frontier files hold these columns,
         and the union is ``union_over(leaf)`` over a ``SwitchRows`` leaf of them (``switched``), the
         plan the Spark levels hold (``HeldRows``) over the same columns: Spark generates the same
         code for the actions, which Janino's cache and the JIT then share. Otherwise the files hold
-        the state's columns with ``_ord``, ``_fp`` and ``_fp2``, read through a cached view."""
+        the state's columns with ``_ord``, ``_fp`` and ``_fp2``, read through a cached view.
+        ``key`` (switched only): everything the plans depend on but the frontier's files, under which
+        they are parked when the run ends (``adopt``)."""
         self.spark, self.cm, self.folder, self.finish = spark, cm, folder, finish
         self.binary = binary  # Arrow files (ArrowFrontier), else JSON
         self.switched = binary and columns is not None and union_over is not None
@@ -277,6 +303,10 @@ class HeldExpansion:
         self._cache_rdd = None
         self._cache_level = None
         self._fresh = True  # the cached frontier has not been computed yet
+        self.key = key if self.switched else None
+        self.adopted = False  # the plans were parked by an earlier run
+        self._uses = 0  # the runs before this one that ran these plans (adopted)
+        self._job_ok = True  # the last job ran to its end (a plan is parked only then)
 
     @staticmethod
     def supports(schema: StructType, binary: bool) -> bool:
@@ -323,7 +353,7 @@ class HeldExpansion:
         spark = self.spark
         jsp, jsc = spark._jsparkSession, spark.sparkContext._jsc
         if self.switched:
-            self._hold(self._switched_union(), annotate)
+            self._hold(self._by_part_frame if self._by_part_frame is not None else self._switched_union(), annotate)
             return
         if not self._plans:
             schema = self.cm.schema
@@ -355,13 +385,55 @@ class HeldExpansion:
         """(switched) The actions' union over the ``SwitchRows`` leaf, made at the first call."""
         if self._union is None:
             spark, jsc = self.spark, self.spark.sparkContext._jsc
-            self._switch = spark._jvm.sse.SwitchRows(jsc.sc(), self.parts)
+            if self._switch is None:
+                self._switch = spark._jvm.sse.SwitchRows(jsc.sc(), self.parts)
+            self._files()
+            self._union = self.union_over(rows_frame(spark, self._switch, nullable(self.leaf_schema)))
+        return self._union
+
+    def _files(self):
+        """(switched) The frontier files' rows, a partition a file: what the leaf is pointed at."""
+        if self._files_rdd is None:
+            spark, jsc = self.spark, self.spark.sparkContext._jsc
+            self._write_missing()  # (the files' RDD is listed as it is made)
             files = spark.sparkContext._gateway.new_array(spark._jvm.org.apache.spark.api.java.JavaRDD, self.parts)
             for j, file in enumerate(self.files):
                 files[j] = spark._jvm.sse.ArrowFrontier.readRows(jsc, str(file), self.leaf_schema.json())
             self._files_rdd = _lineage_on_driver(jsc.union(files).rdd())
-            self._union = self.union_over(rows_frame(spark, self._switch, nullable(self.leaf_schema)))
-        return self._union
+        return self._files_rdd
+
+    def adopt(self) -> str | None:
+        """Take over the plans an earlier run with this ``key`` parked, if any: the leaf, the union by
+        part and the finished plans, made in another session of this process (the tasks read the
+        session settings of the job that runs them, this run's). Returns the seen filter name those
+        plans test (``SeenFilter.rename``), None when nothing was parked. Call it before planning."""
+        if self.key is None or self._plans or self.layout is not None:
+            return None
+        with _PARKED_LOCK:
+            got = _PARKED.pop(self.key, None)
+        if got is None:
+            return None
+        self._switch, self.layout, self._plans = got["switch"], "by part", dict(got["plans"])
+        self._by_part_frame = rows_frame(self.spark, got["by_part"], got["schema"])
+        self.adopted, self._uses = True, got["uses"] + 1
+        return got["seen"]
+
+    def park(self, seen: str) -> None:
+        """Keep this run's plans for a later run with the same ``key`` (``adopt``); ``seen``: the
+        seen filter name they test. Only plans whose last job ran to its end, by part."""
+        if (self.key is None or not self._job_ok or self.layout != "by part" or not self._plans
+                or self._by_part_frame is None):
+            return
+        leaf = self._by_part_frame._jdf.queryExecution().analyzed()
+        if leaf.getClass().getSimpleName() != "LogicalRDD":
+            return  # (one action: its plan is the union's own, not an RDD made for it)
+        entry = {"switch": self._switch, "by_part": leaf.rdd(), "plans": dict(self._plans), "seen": seen,
+                 "schema": jvm_schema(self.spark, self._by_part_frame.schema), "uses": self._uses}
+        with _PARKED_LOCK:
+            _PARKED.pop(self.key, None)
+            _PARKED[self.key] = entry
+            while len(_PARKED) > PARKED_MAX:
+                _PARKED.popitem(last=False)
 
     def _hold(self, union: DataFrame, annotate: bool) -> None:
         """``union`` by part, finished, planned for good (``_plans``)."""
@@ -399,8 +471,8 @@ class HeldExpansion:
         per part (an action that shuffles), its partitions are coalesced into ``tasks`` tasks
         instead. Only the tasks' shares of the work depend on this, not the successors."""
         if self.by_part:
-            if self._by_part_frame is not None and union is self._union:
-                return self._by_part_frame  # (switched: planned for the other ``annotate`` already)
+            if self._by_part_frame is not None and self.switched:
+                return self._by_part_frame  # (planned for the other ``annotate`` already, or adopted)
             _check_rerunnable(union)  # before toRdd: adaptive execution would run its stages there
             by_part = union_by_part(self.spark, union, self.parts, self.settings.planning_threads)
             if by_part is not None:
@@ -441,10 +513,10 @@ class HeldExpansion:
         """``frontier`` (rows of the leaf's columns) written to the files and read as a DataFrame of
         a partition a file, read when its job runs (checkpoint it before the files are written
         again); None unless ``switched`` and planned (``prepare``)."""
-        if not self.switched or self._files_rdd is None:
+        if not self.switched or self.layout is None:
             return None
         self._write(frontier)
-        return rows_frame(self.spark, self._files_rdd, nullable(self.leaf_schema))
+        return rows_frame(self.spark, self._files(), nullable(self.leaf_schema))
 
     def shared_union(self, parts: int, schema: StructType) -> tuple | None:
         """(the leaf's ``SwitchRows``, the actions' union by part over it) for the Spark levels' held
@@ -457,7 +529,6 @@ class HeldExpansion:
         if not self.switched or parts != self.parts or nullable(schema).json() != nullable(self.leaf_schema).json():
             return None
         if self.layout is None:
-            self._write_missing()  # (the files' RDD is listed as it is made)
             self._by_part(self._switched_union())
         return (self._switch, self._by_part_frame) if self.layout == "by part" else None
 
@@ -466,8 +537,11 @@ class HeldExpansion:
         points at the files' RDD, and a task's first read of a file keeps its rows for the task's
         other branches (``SwitchRows.retargetOnce``), not a fresh RDD persisted for the job: Spark's
         block manager samples the rows' sizes as they go in, and the tasks pay for it."""
-        self._switch.retargetOnce(self._files_rdd)
-        return self._job(annotate, tasks)
+        self._switch.retargetOnce(self._files())
+        self._job_ok = False
+        out = self._job(annotate, tasks)
+        self._job_ok = True
+        return out
 
     def cache_rdd_id(self) -> int | None:
         return int(self._cache_rdd.id()) if self._cache_rdd is not None else None
@@ -480,7 +554,10 @@ class HeldExpansion:
             raise RuntimeError("successors of states that are not the frontier's: the held expansion read "
                                "stale data (run with SSE_FIXED_PLAN=0 and report it)")
 
-    def close(self) -> None:
+    def close(self, park: str | None = None) -> None:
+        """Let the plans go, or (``park``: the seen filter name they test) park them (``park``)."""
+        if park is not None:
+            self.park(park)
         if self._plans and not self.switched:
             try:
                 self.spark.catalog.uncacheTable(self.view)

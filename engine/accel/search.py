@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
 import shutil
 import sys
 import time
@@ -100,6 +101,10 @@ class _Timer:
         self.last = time.time()
 
 
+# Settings that name where a run writes or logs, not what its plans compute.
+_NOT_IN_PLANS = {Settings.env_name(n) for n in ("warehouse", "server", "event_log", "profile")}
+
+
 def _restore_conf(spark: SparkSession, key: str, value: str | None) -> None:
     """Give the session's setting ``key`` back its ``value`` (None: it was unset)."""
     if value is None:
@@ -179,10 +184,16 @@ class AcceleratedSearch:
                                             f"sse_frontier_{abs(hash(store.root)):x}",
                                             spark.sparkContext.defaultParallelism, self._expansion_tasks(), binary,
                                             columns=self._kept_schema() if shared else None,
-                                            union_over=self._union_over if shared else None, settings=settings)
+                                            union_over=self._union_over if shared else None, settings=settings,
+                                            key=self._plan_key(binary, shared) if settings.keep_plans else None)
         # The stored fingerprints in the JVM too (local mode), grown with ``seen_fps``: the actions'
         # job blanks the rows of successors seen before (engine.search.seen_filter).
         self.seen_filter = SeenFilter(spark, store.root / "_frontier", settings)
+        if self.held_union is not None:
+            # An earlier run's plans test its seen filter's name: this run's set takes it (empty).
+            kept = self.held_union.adopt()
+            if kept is not None:
+                self.seen_filter.rename(kept)
         # Spark levels over a kept frontier run the union planned once per run too (settings.hold_spark):
         # (parts, the frontier's schema, seen filter on) -> the held plan, None where it cannot be.
         self.held_rows: dict[tuple, HeldRows | None] = {}
@@ -206,10 +217,22 @@ class AcceleratedSearch:
             self._persister.shutdown()
         self.index.release()
         self.index_seed = None
+        name = self.seen_filter.name
         self.seen_filter.stop()
         if self.held_union is not None:
-            self.held_union.close()
+            self.held_union.close(park=name if self.settings.keep_plans else None)
         self.held_rows.clear()  # (their leaves name the last frontier: a server's JVM need not keep it)
+
+    def _plan_key(self, binary: bool, shared: bool) -> str:
+        """What the held union's plans depend on besides the frontier's files (``HeldExpansion.adopt``):
+        the run's model, configuration and constants (its id), every setting, and the session's master."""
+        sc = self.spark.sparkContext
+        return json.dumps({"run": self.spec.run_id, "fingerprint": self.spec.fingerprint,
+                           "settings": {k: v for k, v in self.settings.to_env().items() if k not in _NOT_IN_PLANS},
+                           "master": sc.master,
+                           "cores": sc.defaultParallelism, "binary": binary, "shared": shared,
+                           "canonical_helper": self.canonical_helper, "schema": self.store.spark_schema.json()},
+                          sort_keys=True)
 
     # ---- stages ---------------------------------------------------------------------------
     @staticmethod

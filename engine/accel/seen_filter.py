@@ -89,6 +89,15 @@ class SeenFilter:
         self.stored = self.on  # the stored states' fingerprints are added (until ``forget_stored``)
         self._class = self._add_bytes = self._level = None
 
+    def rename(self, name: str) -> None:
+        """Use the set ``name`` (a plan made for it is run: ``HeldExpansion.adopt``), emptied; before
+        anything is added."""
+        if self.count:
+            raise RuntimeError("the seen filter is renamed after fingerprints were added to it")
+        if self.on:
+            self._jvm().drop(name)
+        self.name = name
+
     def _jvm(self):
         # (Held: finding a class through Py4J's package views costs a round trip a name part.)
         if self._class is None:
