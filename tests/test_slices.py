@@ -177,6 +177,8 @@ def test_slices_follow_the_files_only_where_no_file_meets_two(tmp_path):
     even = [_ord_file(tmp_path / "e" / f"{i}.parquet", list(range(4 * i, 4 * i + 4))) for i in range(3)]
     assert bounds_from_files(even, 2) == [4, 8]                # (one slice more than asked: none past 7.5 rows)
     assert bounds_from_files(files, 3) is None                # (a block of 6 rows is over 1.25 x 4)
+    assert bounds_from_files(files, 3, block_over=2.0) == [6, 10]  # (a block of its own up to 2 x 4 rows)
+    assert bounds_from_files(files, 5, block_over=2.0) is None     # (6 rows are over 2 x 2.4)
     assert files_by_slice(files, [6, 10]) == [files[:2], [files[2]], [files[3]]]
     assert files_by_slice(files, [3]) is None                 # (both files of the first block meet both slices)
     # a level Spark wrote whole: every file spans it

@@ -45,7 +45,8 @@ from engine.search.control import cancelled, stop_requested
 from engine.search.encoding import fingerprint_sql
 from engine.search.expand import CompiledModel, slice_bounds, slice_line
 from engine.search.invariants import InvariantSuite, guarded
-from engine.search.slices import SliceProgress, SliceRecord, bounds_from_files, count_slices, files_by_slice
+from engine.search.slices import (ALIGNED_OVER, SliceProgress, SliceRecord, bounds_from_files, count_slices,
+                                  files_by_slice)
 from engine.search.symmetry import canonical_fingerprint_stages, check_paths
 from engine.settings import Settings
 from engine.store.runs import LevelFigures, RunStore, largest_fanout, test_hook
@@ -611,7 +612,8 @@ class AcceleratedSearch:
             held = self.kept is not None and self.kept[0] == depth
             source = (self.kept[1].where("_in_model").select(*self.table_cols) if held
                       else self.read_level(depth))
-            bounds = None if held else bounds_from_files(self.store.level_files(depth), slices)
+            bounds = None if held else bounds_from_files(self.store.level_files(depth), slices,
+                                                        block_over=ALIGNED_OVER)
             if bounds is not None:
                 groups = files_by_slice(self.store.level_files(depth), bounds)
             else:

@@ -25,13 +25,19 @@ from pyspark.sql import functions as F
 from engine.errors import WarehouseError
 from engine.store.runs import LevelFigures, RunStore, recent_fanout, sum_counts
 
-__all__ = ["SliceProgress", "SliceRecord", "PROGRESS_FILE", "bounds_from_files", "count_slices", "files_by_slice"]
+__all__ = ["ALIGNED_OVER", "SliceProgress", "SliceRecord", "PROGRESS_FILE", "bounds_from_files", "count_slices",
+           "files_by_slice"]
 
 PROGRESS_FILE = "_slices.json"
 VERSION = 1
 # The next level's fan-out is estimated from the last level's, which it may exceed a little as the
 # search goes deeper.
 FANOUT_MARGIN = 1.2
+# A level written in slices is cut along its slices' files while each cut is at most this many times
+# an even share: the other way, a split copy of the level, writes every state of it again (for a
+# level of millions of nested states, a tenth of the next level's time), where a larger slice only
+# raises the level's disk peak by as much.
+ALIGNED_OVER = 2.0
 
 
 def count_slices(n_frontier: int, figs: list[LevelFigures], most: int, actions: int) -> int:
@@ -92,13 +98,15 @@ def files_by_slice(files: Sequence[str], bounds: list[int]) -> list[list[str]] |
     return groups if sum(map(len, groups)) == len(ranges) else None
 
 
-def bounds_from_files(files: Sequence[str], slices: int, most_over: float = 1.25) -> list[int] | None:
+def bounds_from_files(files: Sequence[str], slices: int, most_over: float = 1.25,
+                      block_over: float | None = None) -> list[int] | None:
     """Bounds that cut a level along its stored ``files``, none read by two slices, into slices of at
     most ``most_over`` times an even share of ``slices`` (a few more slices than ``slices`` where
     its blocks do not divide evenly): a level written in slices (or in ``_ord``'s order) has blocks
-    of files whose ranges of ``_ord`` are disjoint, and consecutive blocks make a slice. None where
-    a block is larger than that (a level Spark wrote whole is one block) or a file has no
-    statistics."""
+    of files whose ranges of ``_ord`` are disjoint, and consecutive blocks make a slice. A block
+    larger than that is a slice of its own up to ``block_over`` times an even share (default
+    ``most_over``). None where a block is larger still (a level Spark wrote whole is one block) or
+    a file has no statistics."""
     ranges = _ranges(files)
     if not ranges:
         return None
@@ -109,8 +117,9 @@ def bounds_from_files(files: Sequence[str], slices: int, most_over: float = 1.25
             blocks[-1][2] += n
         else:
             blocks.append([a, b, n])
-    most = most_over * sum(n for *_, n in blocks) / slices
-    if max(n for *_, n in blocks) > most:
+    share = sum(n for *_, n in blocks) / slices
+    most = most_over * share
+    if max(n for *_, n in blocks) > (most_over if block_over is None else block_over) * share:
         return None
     bounds, rows = [], 0
     for a, _, n in blocks:
