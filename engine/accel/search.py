@@ -41,7 +41,7 @@ from engine.accel.spark import checkpoint, persistent_rdd_ids, unpersist_rdds
 from engine.model.loader import RunSpec
 from engine.runtime.session import _CODEGEN_CONFS, FACTORY_MODE, interpreted
 from engine.search.commit import dense
-from engine.search.control import cancelled, stop_requested
+from engine.search.control import StageTimer, cancelled, stop_requested
 from engine.search.encoding import fingerprint_sql
 from engine.search.expand import CompiledModel, slice_bounds, slice_line
 from engine.search.invariants import InvariantSuite, guarded
@@ -75,31 +75,6 @@ SMALL_FRONTIER = 20_000
 
 
 ProgressFn = Callable[[LevelFigures, int], None]
-
-
-class _Timer:
-    """Per-stage wall time of each level, printed to stderr with settings.profile."""
-
-    def __init__(self, on: bool = False) -> None:
-        self.on = on
-        self.last = time.time()
-        self.parts: list[str] = []
-
-    def mark(self, label: str) -> None:
-        if self.on:
-            now = time.time()
-            self.parts.append(f"{label}={now - self.last:.3f}")
-            self.last = now
-
-    def note(self, text: str) -> None:
-        if self.on:
-            self.parts.append(text)
-
-    def flush(self, depth: int) -> None:
-        if self.on:
-            print(f"  profile depth {depth}: " + " ".join(self.parts), file=sys.stderr, flush=True)
-        self.parts = []
-        self.last = time.time()
 
 
 # Settings that name where a run writes or logs, not what its plans compute.
@@ -147,7 +122,7 @@ class AcceleratedSearch:
         self._figs: list[LevelFigures] = []
         self._totals = (0, 0)
         self._last_new = 0
-        self.timer = _Timer(settings.profile)
+        self.timer = StageTimer(settings.profile)
         self._spark_before = False  # whether the level before ran Spark's stages
         self.base_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self.index = seen_index.SeenIndex(spark, max(self.base_partitions, spark.sparkContext.defaultParallelism),

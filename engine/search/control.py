@@ -1,9 +1,11 @@
 """What stops a search from outside: set by engine.platform.server when a command's client has gone.
 The search stops before its next level, as after Ctrl-C, and resumes from its last committed level
-when started again."""
+when started again. Also the per-stage timer that the ``profile`` setting prints, on either path."""
+import sys
 import threading
+import time
 
-__all__ = ["INTERRUPTED", "cancelled", "stop_requested"]
+__all__ = ["INTERRUPTED", "StageTimer", "cancelled", "stop_requested"]
 
 cancelled = threading.Event()
 
@@ -26,3 +28,28 @@ def stop_requested(exc: BaseException) -> bool:
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+class StageTimer:
+    """Per-stage wall time of each level, printed to stderr with settings.profile (both paths)."""
+
+    def __init__(self, on: bool = False) -> None:
+        self.on = on
+        self.last = time.time()
+        self.parts: list[str] = []
+
+    def mark(self, label: str) -> None:
+        if self.on:
+            now = time.time()
+            self.parts.append(f"{label}={now - self.last:.3f}")
+            self.last = now
+
+    def note(self, text: str) -> None:
+        if self.on:
+            self.parts.append(text)
+
+    def flush(self, depth: int) -> None:
+        if self.on:
+            print(f"  profile depth {depth}: " + " ".join(self.parts), file=sys.stderr, flush=True)
+        self.parts = []
+        self.last = time.time()

@@ -39,7 +39,7 @@ import engine.search.seen as seen
 from engine.search.expand import CompiledModel, compile_model
 from engine.search.encoding import JSON, ROW_BYTES, fingerprint_note
 from engine.search.encoding import scheme as fingerprint_scheme
-from engine.search.control import cancelled, stop_requested
+from engine.search.control import StageTimer, cancelled, stop_requested
 from engine.search.fingerprint import Fingerprinter
 from engine.search.invariants import InvariantSuite
 from engine.search.outcome import Outcome, outcome_from_row, outcome_row, run_spec_json, write_trace_itf
@@ -247,6 +247,7 @@ class PortableSearch:
         self._held: list[DataFrame] = []  # a level's checkpoints, released as it ends
         self._row_bytes = 1024.0          # a successor's size as Arrow, the last level's
         self.edges_written = 0
+        self.timer = StageTimer(settings.profile)
 
     def close(self) -> None:
         self._release()
@@ -309,6 +310,7 @@ class PortableSearch:
         # Read once: each action's branch of the union reads the frontier (Parquet decoded and
         # filtered again for every action, without the checkpoint).
         frontier = self._checkpoint(self.store_level(depth))                             # level k
+        self.timer.mark("frontier")
         with interpreted(self.spark, self._expected(n_frontier) <= self.settings.interpret_below):
             succ, counts, deadlocked = self._expand(frontier, depth, n_frontier)          # expand, fingerprint
             return self._finish(succ, depth + 1, counts.per_action, deadlocked, distinct_total, generated_total,
@@ -323,13 +325,16 @@ class PortableSearch:
         # every action's plan; coalesced, a task runs several, in the tasks a level of this size gets.
         parts = max(self.base_partitions, -(-self._expected(n_frontier) // self.settings.rows_per_partition))
         succ = self._checkpoint(self.fingerprinter.apply(made.coalesce(parts)))
+        self.timer.mark("expand")
         counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
                               moving=bool(self.cm.terminal_exprs))
+        self.timer.mark("counts")
         if self.cm.terminal_exprs and counts.moving_parents < n_frontier:
             self._terminal_findings(expand.without_moving_successor(frontier, succ), depth)
         deadlocked = None
         if self.spec.deadlock and counts.parents < n_frontier:
             deadlocked = expand.first_without_successor(frontier, succ)
+            self.timer.mark("deadlock")
         return succ, counts, deadlocked
 
     def _expected(self, n_frontier: int) -> int:
@@ -414,6 +419,8 @@ class PortableSearch:
                 n_new, n_out = n_new + got_new, n_out + got_out
                 print(expand.slice_line(depth + 1, i, progress.slices, n_part, counts.generated, got_new,
                                         time.time() - t0), file=sys.stderr, flush=True)
+                self.timer.mark("slice")
+                self.timer.flush(depth + 1)
                 test_hook(self.settings, f"after-slice-{i}", depth + 1)
                 if violation is not None:
                     break
@@ -450,18 +457,22 @@ class PortableSearch:
                             str(max(self.base_partitions, -(-n_gen // self.settings.rows_per_partition))))
         new, n_picked = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,  # dedupe,
                                                self._seen() if depth > 1 else None)                # anti-join
+        self.timer.mark("dedupe")
         new = invariants.annotate(new, self.suite, self.in_model)                        # invariants
         # What the driver would hold is the level's new states, counted by now (not its successors).
         on_driver = (self.settings.level_path != "spark"
                      and n_picked * self._row_bytes <= self.settings.arrow_level_bytes)
         if on_driver:                                                                     # order, number
-            level = commit.numbered_on_driver(new.toArrow(), depth)
+            fetched = new.toArrow()
+            self.timer.mark("fetch")
+            level = commit.numbered_on_driver(fetched, depth)
             if level.num_rows:
                 self._row_bytes = max(64.0, level.get_total_buffer_size() / level.num_rows)
             n_new, n_out, failing = commit.tally_arrow(level, self.suite)
         else:
             level = commit.in_tlc_order(new, depth, self._checkpoint)
             n_new, n_out, failing = commit.tally(level, self.suite)
+        self.timer.mark("order")
         violation = None
         if failing:
             report = self.validations.now(level)                                         # the suite's verdict
@@ -470,6 +481,7 @@ class PortableSearch:
             violation = invariants.first_violation(level, report.failed, self.spec.invariants)
         else:
             self.validations.later(level, depth)
+        self.timer.mark("gx")
         if deadlocked is not None and (violation is None or deadlocked["_ord"] < violation[0]["_parent_ord"]):
             # TLC meets the deadlocked parent before a violating successor of a later parent.
             self.validations.flush()
@@ -479,6 +491,7 @@ class PortableSearch:
         if self.spec.edges and depth > 1:                                                 # the level's edges
             self.edges_written += self._commit_edges(succ, depth, on_driver)
         folder = commit.write(level, self.store, depth) if n_new else None              # commit
+        self.timer.mark("write")
         fig = LevelFigures(depth, n_gen, n_new, n_out, distinct_total + n_new, generated_total + n_gen,
                            round(time.time() - t0, 3), finding=violation[1] if violation else None,
                            actions={a: int(n or 0) for a, n in per_action.items()})
@@ -486,6 +499,8 @@ class PortableSearch:
             self.store.commit_level(fig, folder)
         self._figs.append(fig)
         self._release()
+        self.timer.mark("commit")
+        self.timer.flush(depth)
         if self.progress:
             self.progress(fig, n_new)
         if violation:
