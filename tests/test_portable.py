@@ -135,3 +135,26 @@ def test_both_paths_and_each_helper_disabled_give_the_same_run(capsys, tmp_path)
         assert code == 0, err[-2000:]
         assert f"engine: {said[helper]}" in err, (helper, err[-2000:])
         assert {k: res[k] for k in figures} == runs["accelerated"], helper
+
+
+@pytest.mark.parametrize("level_path,symmetry", [("driver", True), ("spark", False)])
+def test_successors_that_share_a_key_are_fetched_once_each(capsys, tmp_path, level_path, symmetry):
+    """The tokens model with ``_choice`` dropped from its actions: a parent's successors by one action
+    share their ``_key``. The portable path keeps a level's successors narrow and fetches the new
+    ones whole by key (engine.search.expand.Refetch); here that finds more rows than it chose, so it
+    fetches them again matched on the fingerprint too. The figures are the independent search's."""
+    import shutil
+    from test_symmetry import reference
+    root = tmp_path / "models"
+    shutil.copytree(TEST_MODELS, root)
+    for action in ("Inc", "Take", "Release"):
+        sql = root / "actions_sql" / "tokens" / f"{action}.sql"
+        text = sql.read_text()
+        assert ", pi AS _choice" in text
+        sql.write_text(text.replace(", pi AS _choice", ""))
+    sets = ["--set", "Procs=p1,p2,p3", "--set", "Max=1", "--set", "LogLen=2"]
+    code, out, err = check(capsys, tmp_path, "tokens", *sets, *([] if symmetry else ["--no-symmetry"]),
+                           settings={**PORTABLE, "level_path": level_path}, models=root)
+    assert code == 0, err[-3000:]
+    assert (out["distinct_states"], out["states_generated"], out["depth"], out["actions_generated"]) == \
+        reference(["p1", "p2", "p3"], 1, 2, symmetry=symmetry)

@@ -45,11 +45,14 @@ def by_row_id(rows: DataFrame, picked: DataFrame, how: str, broadcast: bool) -> 
 
 
 def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame], broadcast_rows: int,
-                    drop: DataFrame | None = None) -> tuple[DataFrame, int]:
+                    drop: DataFrame | None = None,
+                    fetch: Callable[[DataFrame, int], DataFrame] | None = None) -> tuple[DataFrame, int]:
     """The first row of each state of ``successors`` (a checkpoint) whose fingerprint is not in
     ``drop`` (``_fp``, ``_fp2``: the states already seen), with the columns of ``successors``, and how
     many there are. ``keep`` checkpoints the narrow columns picked: their counts choose how ``drop``
-    is joined (``PROBE_MAX``) and how the rows are fetched (a broadcast join up to ``broadcast_rows``)."""
+    is joined (``PROBE_MAX``) and how the rows are fetched (a broadcast join up to ``broadcast_rows``).
+    With ``fetch``, ``successors`` holds narrow columns alone, and the rows picked (kept) are passed
+    to ``fetch`` with their count, for the whole rows (engine.search.expand.Refetch)."""
     rows = with_row_ids(successors)
     firsts = keep(first_keys(rows).select(*KEYS, "_i"))
     if drop is not None:
@@ -63,4 +66,7 @@ def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame
             firsts = firsts.join(drop, on=KEYS, how="left_anti")
     picked = keep(firsts.select("_i"))
     n_picked = picked.count()
-    return by_row_id(rows, picked, "left_semi", n_picked <= broadcast_rows).drop("_i"), n_picked
+    chosen = by_row_id(rows, picked, "left_semi", n_picked <= broadcast_rows).drop("_i")
+    if fetch is not None:
+        return fetch(keep(chosen), n_picked), n_picked
+    return chosen, n_picked

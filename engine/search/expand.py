@@ -23,7 +23,7 @@ from pyspark.sql.types import (
 from engine.errors import ModelError
 from engine.model.loader import Model, SqlFile
 
-__all__ = ["CompiledModel", "Counts", "compile_model", "count", "first_without_successor", "initial", "planning_threads",
+__all__ = ["CompiledModel", "Counts", "NARROW", "Refetch", "compile_model", "count", "first_without_successor", "initial", "planning_threads",
            "slice_bounds", "slice_line",
            "state_schema", "successors", "terminal_findings", "without_moving_successor", "PARENT_TYPE"]
 
@@ -139,6 +139,15 @@ class CompiledModel:
         head = f"WITH frontier AS (SELECT * FROM `{view}`)\n"
         self.prefix = len(head)
         return spark.sql(head + self.successors_sql)
+
+    def branches_over(self, spark: SparkSession, view: str) -> DataFrame:
+        """Every action's successors of the rows of ``view`` that have the action's bit set in their
+        ``_acts`` (bit ``i`` for the ``i``-th action in Next's order): each branch of the union reads a
+        frontier of its own, the parents it is asked to expand again (``refetch``)."""
+        variables = ", ".join(f"`{v}`" for v in self.model.variable_names)
+        parts = [f"(WITH frontier AS (SELECT {variables}, _parent FROM `{view}` WHERE (_acts & {1 << i}) <> 0)\n"
+                 f"{self.successors_sql[lo:hi]})" for i, (lo, hi, _f, _at) in enumerate(self.spans)]
+        return spark.sql("\nUNION ALL\n".join(parts))
 
     def locate_error(self, exc: PySparkException) -> str | None:
         """``file:line`` of the model SQL an error Spark raised while running it points at (its query
@@ -324,6 +333,58 @@ def successors(spark: SparkSession, cm: CompiledModel, states: DataFrame, view: 
     frontier = states.selectExpr(*[f"`{v}`" for v in cm.model.variable_names],
                                  "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent")
     return cm.successors(spark, frontier, view=view)
+
+
+# The columns a level's successors keep through de-duplication: what it counts, joins and orders on.
+NARROW = ["_fp", "_fp2", "_key", "_action", "_parent_fp", "_parent_fp2", "_parent_ord"]
+
+
+class Refetch:
+    """A level's chosen successors, whole, from their narrow columns (``NARROW``), by expanding again
+    the parents they came from, each through the action that made them: a successor is kilobytes, a
+    level makes several for each new state, and keeping them all whole until the few new ones are
+    known (a checkpoint of every successor, written and read) costs more than computing the new
+    ones twice. A successor is found again by its ``_key`` (its parent, action and witness). Where one
+    key names several successors (an action without ``_choice`` with more than one from a parent),
+    the rows fetched outnumber those chosen; ``exact`` fetches them matched on the fingerprint too."""
+
+    def __init__(self, spark: SparkSession, cm: CompiledModel, fingerprint, states: DataFrame, view: str,
+                 keep, broadcast_rows: int):
+        self.spark, self.cm, self.fingerprint, self.states, self.view = spark, cm, fingerprint, states, view
+        self.keep, self.broadcast_rows = keep, broadcast_rows
+        self.chosen: DataFrame | None = None
+        self.n = 0
+
+    def __call__(self, chosen: DataFrame, n: int) -> DataFrame:
+        """The successors whose narrow rows are ``chosen`` (``n`` of them, a checkpoint), found by key."""
+        from pyspark.sql import functions as F
+        self.chosen, self.n = chosen, n
+        # Each parent with the actions to run on it again, a bit each (Next has at most 2^ACTION_BITS).
+        names = ", ".join(f"'{a}'" for a in self.cm.action_names)
+        bit = F.expr(f"shiftleft(CAST(1 AS BIGINT), CAST(array_position(array({names}), _action) - 1 AS INT))")
+        acts = self.keep(chosen.groupBy("_parent_ord").agg(F.bit_or(bit).alias("_acts")))
+        parents = self.states.join(self._small(acts), self.states["_ord"] == acts["_parent_ord"])
+        parents.selectExpr(*[f"`{v}`" for v in self.cm.model.variable_names],
+                           "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent",
+                           "_acts").createOrReplaceTempView(self.view)
+        return self._rows(exact=False)
+
+    def exact(self) -> DataFrame:
+        """The chosen successors matched on key and fingerprint: one row each."""
+        return self._rows(exact=True)
+
+    def _small(self, df: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+        return F.broadcast(df) if self.n <= self.broadcast_rows else df
+
+    def _rows(self, exact: bool) -> DataFrame:
+        made = self.cm.branches_over(self.spark, self.view)
+        keys = ["_key", "_fp", "_fp2"]
+        chosen = self._small(self.chosen.select(*keys))
+        if exact:
+            made = self.fingerprint(made)
+            return made.join(chosen, keys, "left_semi").dropDuplicates(keys).select(*made.columns)
+        return made.join(chosen, "_key").select(*made.columns, "_fp", "_fp2")
 
 
 @dataclass

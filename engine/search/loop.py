@@ -312,19 +312,22 @@ class PortableSearch:
         frontier = self._checkpoint(self.store_level(depth))                             # level k
         self.timer.mark("frontier")
         with interpreted(self.spark, self._expected(n_frontier) <= self.settings.interpret_below):
-            succ, counts, deadlocked = self._expand(frontier, depth, n_frontier)          # expand, fingerprint
+            succ, counts, deadlocked, refetch = self._expand(frontier, depth, n_frontier)  # expand, fingerprint
             return self._finish(succ, depth + 1, counts.per_action, deadlocked, distinct_total, generated_total,
-                                t0, n_gen=counts.generated)
+                                t0, n_gen=counts.generated, refetch=refetch)
 
-    def _expand(self, frontier: DataFrame, depth: int, n_frontier: int) -> tuple[DataFrame, expand.Counts, dict | None]:
+    def _expand(self, frontier: DataFrame, depth: int,
+                n_frontier: int) -> tuple[DataFrame, expand.Counts, dict | None, expand.Refetch]:
         """The successors of ``frontier`` (``n_frontier`` states of level ``depth``) fingerprinted and
-        checkpointed, their counts, and the first state of ``frontier`` without one (deadlock checked);
-        terminal findings among ``frontier`` counted."""
+        checkpointed as their narrow columns (``expand.NARROW``, and ``_in_model`` where the run keeps
+        its edges), their counts, the first state of ``frontier`` without one (deadlock checked), and
+        what fetches the chosen ones whole; terminal findings among ``frontier`` counted."""
         made = expand.successors(self.spark, self.cm, frontier, view=f"sse_frontier_{depth}")
         # The union has a partition per action and frontier partition, each a task that deserializes
         # every action's plan; coalesced, a task runs several, in the tasks a level of this size gets.
         parts = max(self.base_partitions, -(-self._expected(n_frontier) // self.settings.rows_per_partition))
-        succ = self._checkpoint(self.fingerprinter.apply(made.coalesce(parts)))
+        narrow = [*expand.NARROW, *([f"({self.in_model}) AS _in_model"] if self.spec.edges else [])]
+        succ = self._checkpoint(self.fingerprinter.apply(made.coalesce(parts)).selectExpr(*narrow))
         self.timer.mark("expand")
         counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
                               moving=bool(self.cm.terminal_exprs))
@@ -335,7 +338,9 @@ class PortableSearch:
         if self.spec.deadlock and counts.parents < n_frontier:
             deadlocked = expand.first_without_successor(frontier, succ)
             self.timer.mark("deadlock")
-        return succ, counts, deadlocked
+        refetch = expand.Refetch(self.spark, self.cm, self.fingerprinter.apply, frontier, f"sse_refetch_{depth}",
+                                 self._checkpoint, self.settings.broadcast_rows)
+        return succ, counts, deadlocked, refetch
 
     def _expected(self, n_frontier: int) -> int:
         """The successors ``n_frontier`` states are expected to have, at the last level's fan-out."""
@@ -384,17 +389,17 @@ class PortableSearch:
                 if n_part == 0:
                     progress.record(SliceRecord(i, None, 0, 0, 0, 0))
                     continue
-                succ, counts, deadlocked = self._expand(part, depth, n_part)
+                succ, counts, deadlocked, refetch = self._expand(part, depth, n_part)
                 n_gen += counts.generated
                 for a, n in counts.per_action.items():
                     per_action[a] += n
                 self.spark.conf.set("spark.sql.shuffle.partitions", str(
                     max(self.base_partitions, -(-counts.generated // self.settings.rows_per_partition))))
-                new, _ = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,
-                                                functools.reduce(DataFrame.unionAll, earlier, self._seen()))
-                level = commit.in_tlc_order(invariants.annotate(new, self.suite, self.in_model), depth + 1,
-                                            self._checkpoint, base=n_new + n_out)
-                got_new, got_out, failing = commit.tally(level, self.suite)
+                new, n_picked = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,
+                                                       functools.reduce(DataFrame.unionAll, earlier, self._seen()),
+                                                       fetch=refetch)
+                level, got_new, got_out, failing = self._numbered(new, depth + 1, False, n_picked, refetch,
+                                                                  base=n_new + n_out)
                 if failing:
                     report = self.validations.now(level)
                     if report.success:
@@ -446,9 +451,11 @@ class PortableSearch:
         return None
 
     def _finish(self, succ: DataFrame, depth: int, per_action: dict[str, int], deadlocked: dict | None,
-                distinct_total: int, generated_total: int, t0: float, n_gen: int | None = None) -> dict | None:
-        """Level ``depth`` from its successors ``succ``: one row per state, the unseen ones, their
-        constraint and invariant columns, in TLC's order, numbered, written and committed."""
+                distinct_total: int, generated_total: int, t0: float, n_gen: int | None = None,
+                refetch: expand.Refetch | None = None) -> dict | None:
+        """Level ``depth`` from its successors ``succ`` (whole, or narrow ones that ``refetch`` fetches
+        whole once chosen): one row per state, the unseen ones, their constraint and invariant columns,
+        in TLC's order, numbered, written and committed."""
         if n_gen is None:  # the initial states: the only action is Init
             succ = self._checkpoint(self.fingerprinter.apply(succ))
             n_gen = succ.count()
@@ -456,22 +463,12 @@ class PortableSearch:
         self.spark.conf.set("spark.sql.shuffle.partitions",
                             str(max(self.base_partitions, -(-n_gen // self.settings.rows_per_partition))))
         new, n_picked = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,  # dedupe,
-                                               self._seen() if depth > 1 else None)                # anti-join
+                                               self._seen() if depth > 1 else None, fetch=refetch)  # anti-join
         self.timer.mark("dedupe")
-        new = invariants.annotate(new, self.suite, self.in_model)                        # invariants
         # What the driver would hold is the level's new states, counted by now (not its successors).
         on_driver = (self.settings.level_path != "spark"
                      and n_picked * self._row_bytes <= self.settings.arrow_level_bytes)
-        if on_driver:                                                                     # order, number
-            fetched = new.toArrow()
-            self.timer.mark("fetch")
-            level = commit.numbered_on_driver(fetched, depth)
-            if level.num_rows:
-                self._row_bytes = max(64.0, level.get_total_buffer_size() / level.num_rows)
-            n_new, n_out, failing = commit.tally_arrow(level, self.suite)
-        else:
-            level = commit.in_tlc_order(new, depth, self._checkpoint)
-            n_new, n_out, failing = commit.tally(level, self.suite)
+        level, n_new, n_out, failing = self._numbered(new, depth, on_driver, n_picked, refetch)  # order, number
         self.timer.mark("order")
         violation = None
         if failing:
@@ -509,11 +506,35 @@ class PortableSearch:
                     "state": violation[0], "distinct": fig.distinct_total, "generated": fig.generated_total}
         return None
 
+    def _numbered(self, new: DataFrame, depth: int, on_driver: bool, n_picked: int, refetch: expand.Refetch | None,
+                  base: int = 0) -> tuple[DataFrame | Any, int, int, dict[str, int]]:
+        """The level's new states with their constraint and invariant columns (invariants), in TLC's order
+        and numbered from ``base``: as Arrow on the driver, or a Spark checkpoint. With the counts
+        ``commit.tally`` gives. States fetched by ``refetch`` that outnumber those chosen (a key that
+        names several successors) are fetched again, matched on the fingerprint too."""
+        for exact in (False, True):
+            annotated = invariants.annotate(new, self.suite, self.in_model)             # invariants
+            if on_driver:
+                level = commit.numbered_on_driver(annotated.toArrow(), depth)
+                if level.num_rows:
+                    self._row_bytes = max(64.0, level.get_total_buffer_size() / level.num_rows)
+                n_new, n_out, failing = commit.tally_arrow(level, self.suite)
+            else:
+                level = commit.in_tlc_order(annotated, depth, self._checkpoint, base=base)
+                n_new, n_out, failing = commit.tally(level, self.suite)
+            if refetch is None or n_new + n_out == n_picked:
+                return level, n_new, n_out, failing
+            if exact:
+                raise RuntimeError(f"depth {depth}: {n_picked} new states chosen, {n_new + n_out} fetched again "
+                                   "by key and fingerprint: report it")
+            new = refetch.exact()
+        raise AssertionError("unreachable")
+
     def _commit_edges(self, succ: DataFrame, depth: int, on_driver: bool) -> int:
         """The edges from level ``depth - 1`` (each successor within the constraint, once per parent, state
         and action), committed to the edges table before the level's states: a level committed is never
         without its edges, and a level computed again after a crash commits none twice."""
-        edges = (succ.where(self.in_model)
+        edges = (succ.where("_in_model")
                  .select(F.col("_parent_fp").alias("_from_fp"), F.col("_parent_fp2").alias("_from_fp2"),
                          F.col("_fp").alias("_to_fp"), F.col("_fp2").alias("_to_fp2"), "_action")
                  .distinct())
