@@ -123,6 +123,10 @@ class Settings:
                                        "successors (at least shuffle_partitions)", group="search")
     broadcast_rows: int = _setting(10_000_000, "a Spark level's picked rows are fetched by a broadcast join up to "
                                    "this many, by a shuffled join beyond", group="search")
+    refetch_from: int = _setting(500_000, "on the portable path, a level expected to generate at least this many "
+                                 "successors keeps them as narrow columns and makes its new states whole by expanding "
+                                 "their parents again; a smaller one keeps every successor whole (the second "
+                                 "expansion is planned anew each level) (0: always)", group="search")
     inline_annotation: int = _setting(1_000_000, "up to this many expected successors the constraint and invariants "
                                       "are evaluated in the actions' job, on every successor; above, on the new "
                                       "states in a job of their own", group="search")

@@ -107,21 +107,25 @@ def test_pulsar_leak_through_the_portable_path(capsys, tmp_path):
 def test_both_paths_and_each_helper_disabled_give_the_same_run(capsys, tmp_path):
     """The states table of a portable run holds the accelerated run's rows: the same states, each at
     the same depth and position in TLC's order, reached by the same action from the same parent (the
-    accelerator fingerprinting as JSON too, as the portable path does). And the accelerator with one of
-    its JVM helpers disabled at a time: the stage that uses it runs as on the portable path and says
-    so on stderr, and the run's figures are the same."""
+    accelerator fingerprinting as JSON too, as the portable path does), also where every level's new
+    states are made whole again from narrow successors (``refetch_from`` 0). And the accelerator with
+    one of its JVM helpers disabled at a time: the stage that uses it runs as on the portable path and
+    says so on stderr, and the run's figures are the same."""
     args = ("--set", "Clients=c1,c2", "--set", "LedgerLimit=2", "--quiet")
     figures = ("distinct_states", "states_generated", "depth", "actions_generated", "result")
     tables, runs = {}, {}
-    for path in ("portable", "accelerated"):
-        code, res, err = check(capsys, tmp_path / path, "ledger_chaining", *args,
-                               settings={"path": path, "fingerprint": "json"})
+    # ("refetched": every level's successors narrow, its new states made whole again, expand.Refetch)
+    for name, path, more in (("portable", "portable", {}), ("refetched", "portable", {"refetch_from": 0}),
+                             ("accelerated", "accelerated", {})):
+        code, res, err = check(capsys, tmp_path / name, "ledger_chaining", *args,
+                               settings={"path": path, "fingerprint": "json", **more})
         assert code == 0 and res["path"] == path, err[-2000:]
         cols = ["_depth", "_ord", "_fp", "_fp2", "_parent_fp", "_parent_fp2", "_action"]
-        runs[path] = {k: res[k] for k in figures}
-        tables[path] = sorted(tuple(r.values()) for r in DeltaTable(res["tables"]["states"])
+        runs[name] = {k: res[k] for k in figures}
+        tables[name] = sorted(tuple(r.values()) for r in DeltaTable(res["tables"]["states"])
                               .to_pyarrow_table(columns=["md_next_lid", *cols]).to_pylist())
-    assert runs["portable"] == runs["accelerated"] and tables["portable"] == tables["accelerated"]
+    assert runs["portable"] == runs["refetched"] == runs["accelerated"]
+    assert tables["portable"] == tables["refetched"] == tables["accelerated"]
     assert len(tables["portable"]) == runs["portable"]["distinct_states"]
     said = {"RowBytes": "fingerprint: the state's JSON text, as on the portable path (RowBytes disabled",
             "SeenSet": "seen states in the tasks' JVM: off, every successor sent to the driver whole (SeenSet disabled",
@@ -154,7 +158,7 @@ def test_successors_that_share_a_key_are_fetched_once_each(capsys, tmp_path, lev
         sql.write_text(text.replace(", pi AS _choice", ""))
     sets = ["--set", "Procs=p1,p2,p3", "--set", "Max=1", "--set", "LogLen=2"]
     code, out, err = check(capsys, tmp_path, "tokens", *sets, *([] if symmetry else ["--no-symmetry"]),
-                           settings={**PORTABLE, "level_path": level_path}, models=root)
+                           settings={**PORTABLE, "level_path": level_path, "refetch_from": 0}, models=root)
     assert code == 0, err[-3000:]
     assert (out["distinct_states"], out["states_generated"], out["depth"], out["actions_generated"]) == \
         reference(["p1", "p2", "p3"], 1, 2, symmetry=symmetry)

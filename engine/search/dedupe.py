@@ -6,8 +6,9 @@ de-duplicated.
 Only the narrow columns are grouped: each successor of a checkpoint is numbered ``_i`` (its
 partition and place in it, the same each time the checkpoint is read), the first ``_i`` per
 fingerprint is found from (fingerprint, key, row id), and the rows picked are fetched from the
-checkpoint by a join on ``_i``. Whole states (kilobytes each for bookkeeper) are neither shuffled
-nor sorted."""
+checkpoint by a join on ``_i`` (on the portable path the checkpoint holds narrow columns alone, and
+the rows picked are made whole by engine.search.expand.Refetch). Whole states (kilobytes each for
+bookkeeper) are neither shuffled nor sorted."""
 from __future__ import annotations
 
 from typing import Callable

@@ -317,17 +317,22 @@ class PortableSearch:
                                 t0, n_gen=counts.generated, refetch=refetch)
 
     def _expand(self, frontier: DataFrame, depth: int,
-                n_frontier: int) -> tuple[DataFrame, expand.Counts, dict | None, expand.Refetch]:
+                n_frontier: int) -> tuple[DataFrame, expand.Counts, dict | None, expand.Refetch | None]:
         """The successors of ``frontier`` (``n_frontier`` states of level ``depth``) fingerprinted and
-        checkpointed as their narrow columns (``expand.NARROW``, and ``_in_model`` where the run keeps
-        its edges), their counts, the first state of ``frontier`` without one (deadlock checked), and
-        what fetches the chosen ones whole; terminal findings among ``frontier`` counted."""
+        checkpointed, their counts, the first state of ``frontier`` without one (deadlock checked), and
+        (from ``refetch_from`` successors expected) what fetches the chosen ones whole, the checkpoint then
+        holding their narrow columns alone (``expand.NARROW``, and ``_in_model`` where the run keeps its
+        edges); terminal findings among ``frontier`` counted."""
         made = expand.successors(self.spark, self.cm, frontier, view=f"sse_frontier_{depth}")
         # The union has a partition per action and frontier partition, each a task that deserializes
         # every action's plan; coalesced, a task runs several, in the tasks a level of this size gets.
         parts = max(self.base_partitions, -(-self._expected(n_frontier) // self.settings.rows_per_partition))
+        # A large level's successors kept whole (a checkpoint of them all, written and read) cost more
+        # than expanding the new ones' parents again; a small level's, less than planning that.
+        again = self._expected(n_frontier) >= self.settings.refetch_from
         narrow = [*expand.NARROW, *([f"({self.in_model}) AS _in_model"] if self.spec.edges else [])]
-        succ = self._checkpoint(self.fingerprinter.apply(made.coalesce(parts)).selectExpr(*narrow))
+        succ = self.fingerprinter.apply(made.coalesce(parts))
+        succ = self._checkpoint(succ.selectExpr(*narrow) if again else succ)
         self.timer.mark("expand")
         counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
                               moving=bool(self.cm.terminal_exprs))
@@ -339,7 +344,7 @@ class PortableSearch:
             deadlocked = expand.first_without_successor(frontier, succ)
             self.timer.mark("deadlock")
         refetch = expand.Refetch(self.spark, self.cm, self.fingerprinter.apply, frontier, f"sse_refetch_{depth}",
-                                 self._checkpoint, self.settings.broadcast_rows)
+                                 self._checkpoint, self.settings.broadcast_rows) if again else None
         return succ, counts, deadlocked, refetch
 
     def _expected(self, n_frontier: int) -> int:
@@ -534,7 +539,7 @@ class PortableSearch:
         """The edges from level ``depth - 1`` (each successor within the constraint, once per parent, state
         and action), committed to the edges table before the level's states: a level committed is never
         without its edges, and a level computed again after a crash commits none twice."""
-        edges = (succ.where("_in_model")
+        edges = (succ.where("_in_model" if "_in_model" in succ.columns else self.in_model)
                  .select(F.col("_parent_fp").alias("_from_fp"), F.col("_parent_fp2").alias("_from_fp2"),
                          F.col("_fp").alias("_to_fp"), F.col("_fp2").alias("_to_fp2"), "_action")
                  .distinct())
