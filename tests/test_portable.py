@@ -141,7 +141,8 @@ def test_both_paths_and_each_helper_disabled_give_the_same_run(capsys, tmp_path)
         assert {k: res[k] for k in figures} == runs["accelerated"], helper
 
 
-@pytest.mark.parametrize("level_path,symmetry", [("driver", True), pytest.param("spark", False, marks=pytest.mark.long)])
+@pytest.mark.parametrize("level_path,symmetry", [("driver", True),
+                                                  pytest.param("spark", False, marks=pytest.mark.long)])
 def test_successors_that_share_a_key_are_fetched_once_each(capsys, tmp_path, level_path, symmetry):
     """The tokens model with ``_choice`` dropped from its actions: a parent's successors by one action
     share their ``_key``. The portable path keeps a level's successors narrow and fetches the new

@@ -13,6 +13,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -23,8 +24,8 @@ from pyspark.sql.types import (
 from engine.errors import ModelError
 from engine.model.loader import Model, SqlFile
 
-__all__ = ["CompiledModel", "Counts", "NARROW", "Refetch", "compile_model", "count", "first_without_successor", "initial", "planning_threads",
-           "slice_bounds", "slice_line",
+__all__ = ["CompiledModel", "Counts", "NARROW", "Refetch", "compile_model", "count", "first_without_successor",
+           "initial", "planning_threads", "slice_bounds", "slice_line",
            "state_schema", "successors", "terminal_findings", "without_moving_successor", "PARENT_TYPE"]
 
 PARENT_TYPE = StructType([
@@ -348,8 +349,8 @@ class Refetch:
     key names several successors (an action without ``_choice`` with more than one from a parent),
     the rows fetched outnumber those chosen; ``exact`` fetches them matched on the fingerprint too."""
 
-    def __init__(self, spark: SparkSession, cm: CompiledModel, fingerprint, states: DataFrame, view: str,
-                 keep, broadcast_rows: int):
+    def __init__(self, spark: SparkSession, cm: CompiledModel, fingerprint: Callable[[DataFrame], DataFrame],
+                 states: DataFrame, view: str, keep: Callable[[DataFrame], DataFrame], broadcast_rows: int):
         self.spark, self.cm, self.fingerprint, self.states, self.view = spark, cm, fingerprint, states, view
         self.keep, self.broadcast_rows = keep, broadcast_rows
         self.chosen: DataFrame | None = None

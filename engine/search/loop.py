@@ -330,9 +330,10 @@ class PortableSearch:
         # A large level's successors kept whole (a checkpoint of them all, written and read) cost more
         # than expanding the new ones' parents again; a small level's, less than planning that.
         again = self._expected(n_frontier) >= self.settings.refetch_from
-        narrow = [*expand.NARROW, *([f"({self.in_model}) AS _in_model"] if self.spec.edges else [])]
         succ = self.fingerprinter.apply(made.coalesce(parts))
-        succ = self._checkpoint(succ.selectExpr(*narrow) if again else succ)
+        if again:
+            succ = succ.selectExpr(*expand.NARROW, *([f"({self.in_model}) AS _in_model"] if self.spec.edges else []))
+        succ = self._checkpoint(succ)
         self.timer.mark("expand")
         counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
                               moving=bool(self.cm.terminal_exprs))
