@@ -104,6 +104,26 @@ def test_pulsar_leak_through_the_portable_path(capsys, tmp_path):
 
 
 @ACCELERATOR
+def test_a_process_that_fingerprints_as_json_still_has_the_accelerator(tmp_path):
+    """The accelerator's helpers are on the class path of a local JVM whatever the fingerprint: a fresh
+    process asked for the accelerated path with JSON fingerprints gets it, with the counter's figures."""
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    env = {**os.environ, "SSE_SERVER": "off"}
+    env.pop("SPARK_REMOTE", None)
+    done = subprocess.run([sys.executable, "-m", "engine", "--models", str(TEST_MODELS),
+                           *setting_args(path="accelerated", fingerprint="json"), "check", "counter",
+                           "--config", "no_deadlock", "--set", "Max=5", "--warehouse", str(tmp_path / "wh"),
+                           "--json", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = json.loads(done.stdout)
+    want = bfs({1, 2}, 5, deadlock=False)
+    assert (res["path"], res["distinct_states"], res["depth"]) == ("accelerated", want["distinct"], want["depth"])
+
+
+@ACCELERATOR
 def test_both_paths_and_each_helper_disabled_give_the_same_run(capsys, tmp_path):
     """The states table of a portable run holds the accelerated run's rows: the same states, each at
     the same depth and position in TLC's order, reached by the same action from the same parent (the
