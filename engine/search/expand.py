@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.types import (
     ArrayType, BooleanType, DataType, IntegerType, LongType, NullType, NumericType, StructField, StructType,
 )
@@ -24,8 +24,8 @@ from pyspark.sql.types import (
 from engine.errors import ModelError
 from engine.model.loader import Model, SqlFile
 
-__all__ = ["CompiledModel", "Counts", "NARROW", "Refetch", "compile_model", "count", "first_without_successor",
-           "initial", "planning_threads", "slice_bounds", "slice_line",
+__all__ = ["CompiledModel", "Counts", "NARROW", "Refetch", "compile_model", "count", "counting",
+           "first_without_successor", "initial", "planning_threads", "slice_bounds", "slice_line",
            "state_schema", "successors", "terminal_findings", "without_moving_successor", "PARENT_TYPE"]
 
 PARENT_TYPE = StructType([
@@ -396,16 +396,35 @@ class Counts:
     moving_parents: int   # parents with a successor other than themselves (when asked for)
 
 
-def count(successors_: DataFrame, actions: list[str], parents: bool, moving: bool) -> Counts:
-    """The level's successors counted, per action too, in one job."""
+def counting(successors_: DataFrame, actions: list[str]) -> tuple[DataFrame, Observation]:
+    """``successors_`` with its rows counted, per action too, by the job that computes it (observed
+    metrics: no job of their own); ``count`` reads them."""
+    observed = Observation()
+    first, *rest = _totals(actions)
+    return successors_.observe(observed, first, *rest), observed
+
+
+def _totals(actions: list[str]) -> list:
     from pyspark.sql import functions as F
-    aggs = [F.count(F.lit(1)).alias("n"), *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
+    return [F.count(F.lit(1)).alias("n"), *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
                                             for i, a in enumerate(actions)]]
+
+
+def count(successors_: DataFrame, actions: list[str], parents: bool, moving: bool,
+          observed: Observation | None = None) -> Counts:
+    """The level's successors counted, per action too, in one job, or from what ``counting`` observed.
+    The parents with a successor (``parents``: deadlock) or with one that moves (``moving``: terminal
+    findings) are distinct counts, which metrics cannot observe: a job of their own. Where the session
+    reported no metrics (Spark Connect, for a checkpoint), every count comes from that job."""
+    from pyspark.sql import functions as F
+    row = dict(observed.get) if observed is not None else {}
+    aggs = [] if "n" in row else _totals(actions)
     if parents:
         aggs.append(F.count_distinct("_parent_ord").alias("p"))
     if moving:
         aggs.append(F.count_distinct(F.when(_moves(), F.col("_parent_ord"))).alias("m"))
-    row = successors_.agg(*aggs).collect()[0]
+    if aggs:
+        row.update(successors_.agg(*aggs).collect()[0].asDict())
     return Counts(int(row["n"]), {a: int(row[f"a{i}"]) for i, a in enumerate(actions)},
                   int(row["p"]) if parents else 0, int(row["m"]) if moving else 0)
 

@@ -207,11 +207,14 @@ class Graph:
 
     def _kept_count(self, df: DataFrame, hit: Column | None = None) -> tuple[DataFrame, int, bool]:
         """``_keep(df)``, its rows and whether a row meets ``hit``, counted in the checkpoint's own job
-        (observed metrics): one job an iteration of a fixpoint."""
+        (observed metrics): one job an iteration of a fixpoint. Where the session reports no metrics for
+        a checkpoint (Spark Connect), a second job counts them."""
         obs = Observation()
-        kept = self._keep(df.observe(obs, F.count(F.lit(1)).alias("n"),
-                                     F.max(hit if hit is not None else F.lit(False)).alias("hit")))
+        metrics = [F.count(F.lit(1)).alias("n"), F.max(hit if hit is not None else F.lit(False)).alias("hit")]
+        kept = self._keep(df.observe(obs, *metrics))
         got = obs.get
+        if "n" not in got:
+            got = kept.agg(*metrics).collect()[0].asDict()
         return kept, int(got["n"]), bool(got["hit"])
 
     # ---- the nodes, with the columns a check needs -----------------------------------------------

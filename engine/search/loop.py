@@ -333,10 +333,11 @@ class PortableSearch:
         succ = self.fingerprinter.apply(made.coalesce(parts))
         if again:
             succ = succ.selectExpr(*expand.NARROW, *([f"({self.in_model}) AS _in_model"] if self.spec.edges else []))
+        succ, observed = expand.counting(succ, self.cm.action_names)
         succ = self._checkpoint(succ)
         self.timer.mark("expand")
         counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
-                              moving=bool(self.cm.terminal_exprs))
+                              moving=bool(self.cm.terminal_exprs), observed=observed)
         self.timer.mark("counts")
         if self.cm.terminal_exprs and counts.moving_parents < n_frontier:
             self._terminal_findings(expand.without_moving_successor(frontier, succ), depth)
