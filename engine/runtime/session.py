@@ -120,10 +120,11 @@ def _classic(settings: Settings, app_name: str, conf: dict[str, str] | None) -> 
     from pyspark import SparkContext
 
     starting = SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT")
-    # The engine's JVM helpers (engine.runtime.jvm_ext), on the class path of a local JVM this call starts:
-    # the accelerator needs them whatever the fingerprint (a run fingerprinting as JSON still uses the
-    # others), and a JVM started without them cannot always add them later.
-    ext_jar = jvm_ext.class_path(settings) if starting and settings.master.startswith("local") else None
+    # The engine's JVM helpers (engine.runtime.jvm_ext), on the class path of a JVM this call starts: a
+    # local one whatever the fingerprint (the accelerator uses the other helpers with JSON fingerprints
+    # too, and a JVM started without them cannot always add them later), any one for row-bytes.
+    wanted = settings.master.startswith("local") or settings.fingerprint == "row-bytes"
+    ext_jar = jvm_ext.class_path(settings) if starting and wanted else None
     java_options = " ".join(o for o in ("-Dlog4j2.level=ERROR", settings.java_options) if o)
     builder = SparkSession.builder.master(settings.master).appName(app_name)
     for key, value in _sql_settings(settings).items():
