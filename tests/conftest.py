@@ -1,5 +1,7 @@
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -99,6 +101,22 @@ def run_cli(capsys, *argv):
     code = main(list(argv))
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+ENGINE = [sys.executable, "-m", "engine"]
+
+
+def engine_env():
+    """A command of the engine's own, not handed to an engine server or to a SPARK_REMOTE set around the suite."""
+    env = {**os.environ, "SSE_SERVER": "off"}
+    env.pop("SPARK_REMOTE", None)
+    return env
+
+
+def run_engine(*argv, timeout=1800, **kw):
+    """Run the command line in a process of its own (a JVM of its own); the completed process."""
+    return subprocess.run([*ENGINE, *[str(a) for a in argv]], cwd=ROOT, env=engine_env(), capture_output=True,
+                          text=True, timeout=timeout, **kw)
 
 
 # --- runs shared by the data-platform tests (tests/test_platform_*.py), made once per session ----

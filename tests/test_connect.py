@@ -6,16 +6,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 from deltalake import DeltaTable
 
-from conftest import ROOT, TEST_MODELS, wait_for_line
+from conftest import ENGINE, ROOT, TEST_MODELS, engine_env, run_engine as run, wait_for_line
 from platform_util import OK_ARGS
-
-ENGINE = [sys.executable, "-m", "engine"]
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +24,6 @@ def server(tmp_path_factory):
         pytest.skip(str(exc))
     with LocalConnectServer(folder=tmp_path_factory.mktemp("connect")) as srv:
         yield srv
-
-
-def engine_env():
-    """A command of the engine's own, not handed to an engine server or to a SPARK_REMOTE set around the suite."""
-    env = {**os.environ, "SSE_SERVER": "off"}
-    env.pop("SPARK_REMOTE", None)
-    return env
-
-
-def run(*argv, timeout=1800, **kw):
-    return subprocess.run([*ENGINE, *[str(a) for a in argv]], cwd=ROOT, env=engine_env(), capture_output=True,
-                          text=True, timeout=timeout, **kw)
 
 
 def check(server, wh, *argv):

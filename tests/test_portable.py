@@ -8,7 +8,7 @@ import pyspark
 import pytest
 from deltalake import DeltaTable
 
-from conftest import TEST_MODELS, run_cli, setting_args
+from conftest import TEST_MODELS, run_cli, run_engine, setting_args
 from test_counter import bfs
 import engine.search.dedupe as dedupe
 from engine.search.loop import ACCELERATOR_PYSPARK
@@ -107,16 +107,9 @@ def test_pulsar_leak_through_the_portable_path(capsys, tmp_path):
 def test_a_process_that_fingerprints_as_json_still_has_the_accelerator(tmp_path):
     """The accelerator's helpers are on the class path of a local JVM whatever the fingerprint: a fresh
     process asked for the accelerated path with JSON fingerprints gets it, with the counter's figures."""
-    import os
-    import subprocess
-    import sys
-    from conftest import ROOT
-    env = {**os.environ, "SSE_SERVER": "off"}
-    env.pop("SPARK_REMOTE", None)
-    done = subprocess.run([sys.executable, "-m", "engine", "--models", str(TEST_MODELS),
-                           *setting_args(path="accelerated", fingerprint="json"), "check", "counter",
-                           "--config", "no_deadlock", "--set", "Max=5", "--warehouse", str(tmp_path / "wh"),
-                           "--json", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = run_engine("--models", TEST_MODELS, *setting_args(path="accelerated", fingerprint="json"), "check",
+                      "counter", "--config", "no_deadlock", "--set", "Max=5", "--warehouse", tmp_path / "wh",
+                      "--json", "--quiet", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     res = json.loads(done.stdout)
     want = bfs({1, 2}, 5, deadlock=False)

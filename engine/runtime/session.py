@@ -6,17 +6,17 @@ import contextlib
 import logging
 import os
 import sys
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 import engine.runtime.jvm_ext as jvm_ext
 from engine.errors import UsageError
 from engine.model.loader import Model
 from engine.settings import Settings
 
-__all__ = ["get_spark", "quiet_py4j_root_records", "declare_constants", "interpreted", "is_classic", "sql_literal",
-           "FACTORY_MODE"]
+__all__ = ["get_spark", "kept_observed", "quiet_py4j_root_records", "declare_constants", "interpreted",
+           "is_classic", "sql_literal", "FACTORY_MODE"]
 
 
 def get_spark(settings: Settings | None = None, app_name: str = "state-space-engine",
@@ -253,3 +253,22 @@ def interpreted(spark: SparkSession, on: bool = True) -> Iterator[None]:
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+def kept_observed(df: DataFrame, keep: Callable[[DataFrame], DataFrame],
+                  metrics: Sequence[Column]) -> tuple[DataFrame, Callable[..., dict[str, Any]]]:
+    """``keep(df)`` (a checkpoint), and what reads ``metrics`` (aggregates, each aliased) over its rows:
+    observed by the job that keeps it, not a job of their own. The reader takes aggregates that metrics
+    cannot observe (distinct counts), computed in one job over the kept rows; where the session reported
+    no metrics for the checkpoint (Spark Connect), ``metrics`` are computed in that job too."""
+    observed = Observation()
+    first, *rest = metrics
+    kept = keep(df.observe(observed, first, *rest))
+
+    def read(*more: Column) -> dict[str, Any]:
+        got = dict(observed.get)
+        aggs = [*([] if got else metrics), *more]
+        if aggs:
+            got.update(kept.agg(*aggs).collect()[0].asDict())
+        return got
+    return kept, read

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-__all__ = ["by_row_id", "first_keys", "first_per_state", "kept_count", "with_row_ids"]
+from engine.runtime.session import kept_observed
+
+__all__ = ["by_row_id", "first_keys", "first_per_state", "with_row_ids"]
 
 KEYS = ["_fp", "_fp2"]
 # Up to this many first rows a level's anti-join broadcasts their fingerprints (16 bytes each, about
@@ -45,18 +47,6 @@ def by_row_id(rows: DataFrame, picked: DataFrame, how: str, broadcast: bool) -> 
     return rows.join(F.broadcast(picked) if broadcast else picked, "_i", how)
 
 
-def kept_count(df: DataFrame, keep: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, Callable[[], int]]:
-    """``keep(df)``, and what gives its rows' number: counted by the job that keeps it (observed metrics),
-    or, where the session does not report those for a checkpoint (Spark Connect), by a job of its own."""
-    observed = Observation()
-    kept = keep(df.observe(observed, F.count(F.lit(1)).alias("n")))
-
-    def rows() -> int:
-        got = observed.get
-        return int(got["n"]) if "n" in got else kept.count()
-    return kept, rows
-
-
 def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame], broadcast_rows: int,
                     drop: DataFrame | None = None,
                     fetch: Callable[[DataFrame, int], DataFrame] | None = None) -> tuple[DataFrame, int]:
@@ -67,9 +57,10 @@ def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame
     With ``fetch``, ``successors`` holds narrow columns alone, and the rows picked (kept) are passed
     to ``fetch`` with their count, for the whole rows (engine.search.expand.Refetch)."""
     rows = with_row_ids(successors)
-    firsts, n_firsts = kept_count(first_keys(rows).select(*KEYS, "_i"), keep)
+    # (each checkpoint's rows counted by the job that keeps it)
+    firsts, n_firsts = kept_observed(first_keys(rows).select(*KEYS, "_i"), keep, [F.count(F.lit(1)).alias("n")])
     if drop is not None:
-        if n_firsts() <= PROBE_MAX:
+        if int(n_firsts()["n"]) <= PROBE_MAX:
             # The seen side is read in place and probed against the level's fingerprints, sent to
             # every task: a sort-merge anti-join would shuffle and sort every stored fingerprint,
             # each level, however few states the level has.
@@ -77,8 +68,8 @@ def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame
             firsts = firsts.join(F.broadcast(hits), on=KEYS, how="left_anti")
         else:
             firsts = firsts.join(drop, on=KEYS, how="left_anti")
-    picked, counted = kept_count(firsts.select("_i"), keep)
-    n_picked = counted()
+    picked, counted = kept_observed(firsts.select("_i"), keep, [F.count(F.lit(1)).alias("n")])
+    n_picked = int(counted()["n"])
     chosen = by_row_id(rows, picked, "left_semi", n_picked <= broadcast_rows).drop("_i")
     if fetch is not None:
         return fetch(keep(chosen), n_picked), n_picked

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType, BooleanType, DataType, IntegerType, LongType, NullType, NumericType, StructField, StructType,
 )
@@ -24,7 +24,7 @@ from pyspark.sql.types import (
 from engine.errors import ModelError
 from engine.model.loader import Model, SqlFile
 
-__all__ = ["CompiledModel", "Counts", "NARROW", "Refetch", "compile_model", "count", "counting",
+__all__ = ["CompiledModel", "Counts", "NARROW", "Refetch", "compile_model", "count", "totals",
            "first_without_successor", "initial", "planning_threads", "slice_bounds", "slice_line",
            "state_schema", "successors", "terminal_findings", "without_moving_successor", "PARENT_TYPE"]
 
@@ -396,35 +396,25 @@ class Counts:
     moving_parents: int   # parents with a successor other than themselves (when asked for)
 
 
-def counting(successors_: DataFrame, actions: list[str]) -> tuple[DataFrame, Observation]:
-    """``successors_`` with its rows counted, per action too, by the job that computes it (observed
-    metrics: no job of their own); ``count`` reads them."""
-    observed = Observation()
-    first, *rest = _totals(actions)
-    return successors_.observe(observed, first, *rest), observed
-
-
-def _totals(actions: list[str]) -> list:
+def totals(actions: list[str]) -> list[Column]:
+    """The aggregates that count a level's successors (``n``) and those of each action (``a<i>``, in
+    Next's order): observed while the successors are checkpointed (engine.runtime.session.kept_observed)."""
     from pyspark.sql import functions as F
     return [F.count(F.lit(1)).alias("n"), *[F.count_if(F.col("_action") == F.lit(a)).alias(f"a{i}")
                                             for i, a in enumerate(actions)]]
 
 
-def count(successors_: DataFrame, actions: list[str], parents: bool, moving: bool,
-          observed: Observation | None = None) -> Counts:
-    """The level's successors counted, per action too, in one job, or from what ``counting`` observed.
-    The parents with a successor (``parents``: deadlock) or with one that moves (``moving``: terminal
-    findings) are distinct counts, which metrics cannot observe: a job of their own. Where the session
-    reported no metrics (Spark Connect, for a checkpoint), every count comes from that job."""
+def count(actions: list[str], parents: bool, moving: bool, read: Callable[..., dict]) -> Counts:
+    """The level's successors counted, per action too, from ``read`` (what ``kept_observed`` returned
+    with ``totals``). The parents with a successor (``parents``: deadlock) or with one that moves
+    (``moving``: terminal findings) are distinct counts, which metrics cannot observe: a job of their own."""
     from pyspark.sql import functions as F
-    row = dict(observed.get) if observed is not None else {}
-    aggs = [] if "n" in row else _totals(actions)
+    more = []
     if parents:
-        aggs.append(F.count_distinct("_parent_ord").alias("p"))
+        more.append(F.count_distinct("_parent_ord").alias("p"))
     if moving:
-        aggs.append(F.count_distinct(F.when(_moves(), F.col("_parent_ord"))).alias("m"))
-    if aggs:
-        row.update(successors_.agg(*aggs).collect()[0].asDict())
+        more.append(F.count_distinct(F.when(_moves(), F.col("_parent_ord"))).alias("m"))
+    row = read(*more)
     return Counts(int(row["n"]), {a: int(row[f"a{i}"]) for i, a in enumerate(actions)},
                   int(row["p"]) if parents else 0, int(row["m"]) if moving else 0)
 

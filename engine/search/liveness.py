@@ -52,12 +52,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from engine.errors import UsageError
 from engine.model.loader import Property, RunSpec
-from engine.runtime.session import interpreted
+from engine.runtime.session import interpreted, kept_observed
 from engine.search.expand import CompiledModel
 from engine.settings import Settings
 from engine.store.deltaio import read_delta
@@ -207,14 +207,10 @@ class Graph:
 
     def _kept_count(self, df: DataFrame, hit: Column | None = None) -> tuple[DataFrame, int, bool]:
         """``_keep(df)``, its rows and whether a row meets ``hit``, counted in the checkpoint's own job
-        (observed metrics): one job an iteration of a fixpoint. Where the session reports no metrics for
-        a checkpoint (Spark Connect), a second job counts them."""
-        obs = Observation()
-        metrics = [F.count(F.lit(1)).alias("n"), F.max(hit if hit is not None else F.lit(False)).alias("hit")]
-        kept = self._keep(df.observe(obs, *metrics))
-        got = obs.get
-        if "n" not in got:
-            got = kept.agg(*metrics).collect()[0].asDict()
+        (observed metrics): one job an iteration of a fixpoint (two through Spark Connect)."""
+        kept, read = kept_observed(df, self._keep, [F.count(F.lit(1)).alias("n"),
+                                                    F.max(hit if hit is not None else F.lit(False)).alias("hit")])
+        got = read()
         return kept, int(got["n"]), bool(got["hit"])
 
     # ---- the nodes, with the columns a check needs -----------------------------------------------

@@ -31,7 +31,7 @@ import engine.search.invariants as invariants
 from engine.errors import EngineError, ModelError, UsageError, WarehouseError, spark_lost
 from engine.model.assume import check_assumptions
 from engine.model.loader import RunSpec
-from engine.runtime.session import declare_constants, get_spark, interpreted, is_classic
+from engine.runtime.session import declare_constants, get_spark, interpreted, is_classic, kept_observed
 import engine.search.commit as commit
 import engine.search.dedupe as dedupe
 import engine.search.expand as expand
@@ -333,11 +333,10 @@ class PortableSearch:
         succ = self.fingerprinter.apply(made.coalesce(parts))
         if again:
             succ = succ.selectExpr(*expand.NARROW, *([f"({self.in_model}) AS _in_model"] if self.spec.edges else []))
-        succ, observed = expand.counting(succ, self.cm.action_names)
-        succ = self._checkpoint(succ)
+        succ, read = kept_observed(succ, self._checkpoint, expand.totals(self.cm.action_names))
         self.timer.mark("expand")
-        counts = expand.count(succ, self.cm.action_names, parents=self.spec.deadlock,
-                              moving=bool(self.cm.terminal_exprs), observed=observed)
+        counts = expand.count(self.cm.action_names, parents=self.spec.deadlock, moving=bool(self.cm.terminal_exprs),
+                              read=read)
         self.timer.mark("counts")
         if self.cm.terminal_exprs and counts.moving_parents < n_frontier:
             self._terminal_findings(expand.without_moving_successor(frontier, succ), depth)
