@@ -35,6 +35,11 @@ from engine.settings import Settings
 
 __all__ = ["EDGES_SCHEMA", "ENGINE_COLUMNS", "LIVENESS_SCHEMA", "RunStore", "check_warehouse", "states_spark_schema"]
 
+# A level written from the driver is read back (the next frontier) by a Spark task per row group:
+# groups of about this many bytes let every core decode a large level, where one group would
+# hold a single task for all of it, its whole column chunks in memory at once.
+ROW_GROUP_BYTES = 4 << 20
+
 ENGINE_COLUMNS = [
     StructField("_fp", LongType()),
     StructField("_fp2", LongType()),
@@ -313,8 +318,10 @@ class RunStore:
         if level.exists():
             shutil.rmtree(level)
         level.mkdir(parents=True)
-        pq.write_table(states.select(self.arrow_schema.names).cast(self.arrow_schema),
-                       level / f"part-00000-{uuid.uuid4()}-c000.zstd.parquet", compression="zstd")
+        table = states.select(self.arrow_schema.names).cast(self.arrow_schema)
+        rows = max(1024, int(ROW_GROUP_BYTES * table.num_rows / max(table.nbytes, 1)))
+        pq.write_table(table, level / f"part-00000-{uuid.uuid4()}-c000.zstd.parquet", compression="zstd",
+                       row_group_size=rows)
 
     def commit_level(self, fig: LevelFigures, folder: Path | list[Path] | None = None) -> None:
         """Commit the Parquet files written for ``fig.depth`` (in the level's folder, or in ``folder``, one
