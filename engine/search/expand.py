@@ -128,18 +128,26 @@ class CompiledModel:
     def init(self, spark: SparkSession) -> DataFrame:
         return spark.sql(self.init_sql)
 
-    def successors(self, spark: SparkSession, frontier: DataFrame, view: str | None = None) -> DataFrame:
+    @property
+    def successor_columns(self) -> list[str]:
+        """The columns of ``successors_sql``, in order."""
+        return [*self.model.variable_names, "_parent_fp", "_parent_fp2", "_parent_ord", "_key", "_action"]
+
+    def successors(self, spark: SparkSession, frontier: DataFrame, view: str | None = None,
+                   around: tuple[str, str] = ("", "")) -> DataFrame:
         """Every action's successors of ``frontier``. With ``view``, the frontier is registered under
         that name and the query reads it through a CTE named ``frontier``: through Spark Connect a
         query is analyzed again each time it runs, so a level's successors must not name a view the
-        next level replaces."""
+        next level replaces. ``around``: SQL text put before and after the union, a query over it
+        (``FROM (`` ... ``) AS name``): one query, analyzed once, where each DataFrame operation on
+        the union would analyze the whole of it again."""
         if view is None:
             frontier.createOrReplaceTempView("frontier")
             return spark.sql(self.successors_sql)
         frontier.createOrReplaceTempView(view)
-        head = f"WITH frontier AS (SELECT * FROM `{view}`)\n"
+        head = f"WITH frontier AS (SELECT * FROM `{view}`)\n{around[0]}"
         self.prefix = len(head)
-        return spark.sql(head + self.successors_sql)
+        return spark.sql(head + self.successors_sql + around[1])
 
     def branches_over(self, spark: SparkSession, view: str) -> DataFrame:
         """Every action's successors of the rows of ``view`` that have the action's bit set in their
@@ -327,13 +335,14 @@ def initial(spark: SparkSession, cm: CompiledModel) -> DataFrame:
                                      "CAST(NULL AS BIGINT) AS _parent_ord")
 
 
-def successors(spark: SparkSession, cm: CompiledModel, states: DataFrame, view: str) -> DataFrame:
+def successors(spark: SparkSession, cm: CompiledModel, states: DataFrame, view: str,
+               around: tuple[str, str] = ("", "")) -> DataFrame:
     """Every action's successors of the stored ``states`` (a level: the variables, ``_fp``, ``_fp2``,
     ``_ord``), each naming its parent (``_parent_fp``, ``_parent_fp2``, ``_parent_ord``), its
-    ``_action`` and its ``_key`` in TLC's order."""
+    ``_action`` and its ``_key`` in TLC's order; ``around``: a query over them (``CompiledModel.successors``)."""
     frontier = states.selectExpr(*[f"`{v}`" for v in cm.model.variable_names],
                                  "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent")
-    return cm.successors(spark, frontier, view=view)
+    return cm.successors(spark, frontier, view=view, around=around)
 
 
 # The columns a level's successors keep through de-duplication: what it counts, joins and orders on.

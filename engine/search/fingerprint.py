@@ -25,6 +25,18 @@ class Fingerprinter:
                 schema, spec.model.symmetry_shapes, {s: spec.constants[s] for s in spec.model.symmetry},
                 using=spec.fingerprint, literal_permutations=settings.literal_permutations)
 
+    def around(self, keep: list[str], partitions: int | None = None) -> tuple[str, str]:
+        """SQL text to put before and after a query (``expand.CompiledModel.successors``) for ``keep``
+        (select-list items, which may name ``_fp`` and ``_fp2``) of its rows fingerprinted: the
+        projections of ``apply`` as nested queries, and with ``partitions`` its rows coalesced into
+        that many (``DataFrame.coalesce``)."""
+        before, after = "", ""
+        for i, stage in enumerate(self.stages):
+            before = f"SELECT *, {', '.join(stage)} FROM (" + before
+            after += f") AS _fp_stage{i}"
+        hint = f"/*+ COALESCE({int(partitions)}) */ " if partitions else ""
+        return f"SELECT {hint}{', '.join(keep)} FROM (\n{before}", f"{after}\n) AS _fingerprinted"
+
     def apply(self, df: DataFrame) -> DataFrame:
         """``df`` with ``_fp`` and ``_fp2`` (the projections in order: each may name the columns of
         those before it; only the fingerprints are kept of them)."""
