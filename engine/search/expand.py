@@ -149,14 +149,15 @@ class CompiledModel:
         self.prefix = len(head)
         return spark.sql(head + self.successors_sql + around[1])
 
-    def branches_over(self, spark: SparkSession, view: str) -> DataFrame:
+    def branches_over(self, spark: SparkSession, view: str, around: tuple[str, str] = ("", "")) -> DataFrame:
         """Every action's successors of the rows of ``view`` that have the action's bit set in their
         ``_acts`` (bit ``i`` for the ``i``-th action in Next's order): each branch of the union reads a
-        frontier of its own, the parents it is asked to expand again (``refetch``)."""
+        frontier of its own, the parents it is asked to expand again (``refetch``). ``around``: as for
+        ``successors``."""
         variables = ", ".join(f"`{v}`" for v in self.model.variable_names)
         parts = [f"(WITH frontier AS (SELECT {variables}, _parent FROM `{view}` WHERE (_acts & {1 << i}) <> 0)\n"
                  f"{self.successors_sql[lo:hi]})" for i, (lo, hi, _f, _at) in enumerate(self.spans)]
-        return spark.sql("\nUNION ALL\n".join(parts))
+        return spark.sql(around[0] + "\nUNION ALL\n".join(parts) + around[1])
 
     def locate_error(self, exc: PySparkException) -> str | None:
         """``file:line`` of the model SQL an error Spark raised while running it points at (its query
@@ -388,13 +389,18 @@ class Refetch:
         return F.broadcast(df) if self.n <= self.broadcast_rows else df
 
     def _rows(self, exact: bool) -> DataFrame:
-        made = self.cm.branches_over(self.spark, self.view)
         keys = ["_key", "_fp", "_fp2"]
-        chosen = self._small(self.chosen.select(*keys))
         if exact:
-            made = self.fingerprint(made)
+            made = self.fingerprint(self.cm.branches_over(self.spark, self.view))
+            chosen = self._small(self.chosen.select(*keys))
             return made.join(chosen, keys, "left_semi").dropDuplicates(keys).select(*made.columns)
-        return made.join(chosen, "_key").select(*made.columns, "_fp", "_fp2")
+        # The join in the union's query: analyzed with it, once.
+        self.chosen.select(*keys).createOrReplaceTempView(f"{self.view}_chosen")
+        hint = "/*+ BROADCAST(_chosen) */ " if self.n <= self.broadcast_rows else ""
+        made = ", ".join(f"_made.`{c}`" for c in self.cm.successor_columns)
+        return self.cm.branches_over(self.spark, self.view, around=(
+            f"SELECT {hint}{made}, _chosen._fp, _chosen._fp2 FROM (\n",
+            f"\n) AS _made JOIN `{self.view}_chosen` AS _chosen ON _made._key = _chosen._key"))
 
 
 @dataclass

@@ -30,12 +30,15 @@ class Fingerprinter:
         (select-list items, which may name ``_fp`` and ``_fp2``) of its rows fingerprinted: the
         projections of ``apply`` as nested queries, and with ``partitions`` its rows coalesced into
         that many (``DataFrame.coalesce``)."""
-        before, after = "", ""
+        # Coalesced below the fingerprint, as ``apply(df.coalesce(n))``: Catalyst then keeps the
+        # fingerprint out of the union's branches (pushed into each, it would be generated and
+        # compiled into each branch's code, again for each set of columns kept).
+        before, after = (f"SELECT /*+ COALESCE({int(partitions)}) */ * FROM (\n", "\n) AS _coalesced") \
+            if partitions else ("", "")
         for i, stage in enumerate(self.stages):
             before = f"SELECT *, {', '.join(stage)} FROM (" + before
             after += f") AS _fp_stage{i}"
-        hint = f"/*+ COALESCE({int(partitions)}) */ " if partitions else ""
-        return f"SELECT {hint}{', '.join(keep)} FROM (\n{before}", f"{after}\n) AS _fingerprinted"
+        return f"SELECT {', '.join(keep)} FROM (\n{before}", f"{after}\n) AS _fingerprinted"
 
     def apply(self, df: DataFrame) -> DataFrame:
         """``df`` with ``_fp`` and ``_fp2`` (the projections in order: each may name the columns of
