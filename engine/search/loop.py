@@ -309,7 +309,9 @@ class PortableSearch:
             return self._sliced(depth, slices, progress, distinct_total, generated_total, t0)
         # Read once: each action's branch of the union reads the frontier (Parquet decoded and
         # filtered again for every action, without the checkpoint).
-        frontier = self._checkpoint(self.store_level(depth))                             # level k
+        stored = self.store_level(depth)                                                 # level k
+        self.timer.mark("read")
+        frontier = self._checkpoint(stored)
         self.timer.mark("frontier")
         with interpreted(self.spark, self._expected(n_frontier) <= self.settings.interpret_below):
             succ, counts, deadlocked, refetch = self._expand(frontier, depth, n_frontier)  # expand, fingerprint

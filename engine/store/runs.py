@@ -35,10 +35,23 @@ from engine.settings import Settings
 
 __all__ = ["EDGES_SCHEMA", "ENGINE_COLUMNS", "LIVENESS_SCHEMA", "RunStore", "check_warehouse", "states_spark_schema"]
 
-# A level written from the driver is read back (the next frontier) by a Spark task per row group:
-# groups of about this many bytes let every core decode a large level, where one group would
-# hold a single task for all of it, its whole column chunks in memory at once.
-ROW_GROUP_BYTES = 4 << 20
+
+def depth_stats(meta: pq.FileMetaData) -> dict[str, Any]:
+    """The Delta statistics of a states file's ``_depth`` (from its Parquet footer): a reader that
+    asks for one level (the next frontier) skips the other levels' files unopened."""
+    # (a row group's columns are the schema's leaves, nested fields' included)
+    at = next((i for i in range(len(meta.schema)) if meta.schema.column(i).path == "_depth"), None)
+    lows, highs = [], []
+    for i in range(meta.num_row_groups):
+        st = meta.row_group(i).column(at).statistics if at is not None else None
+        if st is None or not st.has_min_max or st.null_count:
+            return {}
+        lows.append(st.min)
+        highs.append(st.max)
+    if not lows:
+        return {}
+    return {"minValues": {"_depth": min(lows)}, "maxValues": {"_depth": max(highs)}, "nullCount": {"_depth": 0}}
+
 
 ENGINE_COLUMNS = [
     StructField("_fp", LongType()),
@@ -318,10 +331,8 @@ class RunStore:
         if level.exists():
             shutil.rmtree(level)
         level.mkdir(parents=True)
-        table = states.select(self.arrow_schema.names).cast(self.arrow_schema)
-        rows = max(1024, int(ROW_GROUP_BYTES * table.num_rows / max(table.nbytes, 1)))
-        pq.write_table(table, level / f"part-00000-{uuid.uuid4()}-c000.zstd.parquet", compression="zstd",
-                       row_group_size=rows)
+        pq.write_table(states.select(self.arrow_schema.names).cast(self.arrow_schema),
+                       level / f"part-00000-{uuid.uuid4()}-c000.zstd.parquet", compression="zstd")
 
     def commit_level(self, fig: LevelFigures, folder: Path | list[Path] | None = None) -> None:
         """Commit the Parquet files written for ``fig.depth`` (in the level's folder, or in ``folder``, one
@@ -343,7 +354,7 @@ class RunStore:
             actions.append(AddAction(
                 path=full.relative_to(self.states_path).as_posix(), size=st.st_size, partition_values={},
                 modification_time=int(st.st_mtime * 1000), data_change=True,
-                stats=json.dumps({"numRecords": meta.num_rows}),
+                stats=json.dumps({"numRecords": meta.num_rows, **depth_stats(meta)}),
             ))
         meta = {"depth": str(fig.depth), "generated": str(fig.generated), "new_states": str(fig.new_states),
                 "out_of_constraint": str(fig.out_of_constraint), "distinct_total": str(fig.distinct_total),
