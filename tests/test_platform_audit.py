@@ -8,6 +8,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from conftest import TEST_MODELS
+from engine.store.deltaio import read_delta
 from platform_util import cli, copy_run
 
 
@@ -97,3 +98,23 @@ def test_a_lost_data_file_fails_the_audit_and_is_not_built_on(finished, tmp_path
     assert code == 2 and out == ""
     assert err.strip() == (f"error: run {res['run_id']}: its states table lists {lost} (depth 3), which is missing; "
                            "the run cannot be resumed on it: start it over with --fresh")
+
+
+def test_reading_one_level_opens_its_files_alone(finished, spark, tmp_path):
+    """Each states file's _depth range is in the table's log (the column it keeps statistics for):
+    Spark reading one level, as the next frontier is read, skips the other levels' files, here
+    deleted: were they opened, the read would fail."""
+    wh, res = finished
+    copy = copy_run(res, tmp_path / "run")
+    adds = pa.table(DeltaTable(str(copy / "states")).get_add_actions(flatten=True))
+    ranges = {p: (lo, hi) for p, lo, hi in zip(adds["path"].to_pylist(), adds["min._depth"].to_pylist(),
+                                                  adds["max._depth"].to_pylist())}
+    assert len(ranges) == 6
+    assert all(lo == hi == int(p.split("/")[0].removeprefix("depth-")) for p, (lo, hi) in ranges.items()), ranges
+    want = read_delta(spark, res["tables"]["states"], depth=6).count()
+    for level in range(1, 6):
+        for f in (copy / "states" / f"depth-{level:06d}").rglob("*.parquet"):
+            f.unlink()
+    got = read_delta(spark, str(copy / "states"), depth=6).count()
+    assert got == want > 0
+    assert read_delta(spark, str(copy / "states"), depth=7).count() == 0

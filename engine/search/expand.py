@@ -128,36 +128,27 @@ class CompiledModel:
     def init(self, spark: SparkSession) -> DataFrame:
         return spark.sql(self.init_sql)
 
-    @property
-    def successor_columns(self) -> list[str]:
-        """The columns of ``successors_sql``, in order."""
-        return [*self.model.variable_names, "_parent_fp", "_parent_fp2", "_parent_ord", "_key", "_action"]
-
-    def successors(self, spark: SparkSession, frontier: DataFrame, view: str | None = None,
-                   around: tuple[str, str] = ("", "")) -> DataFrame:
+    def successors(self, spark: SparkSession, frontier: DataFrame, view: str | None = None) -> DataFrame:
         """Every action's successors of ``frontier``. With ``view``, the frontier is registered under
         that name and the query reads it through a CTE named ``frontier``: through Spark Connect a
         query is analyzed again each time it runs, so a level's successors must not name a view the
-        next level replaces. ``around``: SQL text put before and after the union, a query over it
-        (``FROM (`` ... ``) AS name``): one query, analyzed once, where each DataFrame operation on
-        the union would analyze the whole of it again."""
+        next level replaces."""
         if view is None:
             frontier.createOrReplaceTempView("frontier")
             return spark.sql(self.successors_sql)
         frontier.createOrReplaceTempView(view)
-        head = f"WITH frontier AS (SELECT * FROM `{view}`)\n{around[0]}"
+        head = f"WITH frontier AS (SELECT * FROM `{view}`)\n"
         self.prefix = len(head)
-        return spark.sql(head + self.successors_sql + around[1])
+        return spark.sql(head + self.successors_sql)
 
-    def branches_over(self, spark: SparkSession, view: str, around: tuple[str, str] = ("", "")) -> DataFrame:
+    def branches_over(self, spark: SparkSession, view: str) -> DataFrame:
         """Every action's successors of the rows of ``view`` that have the action's bit set in their
         ``_acts`` (bit ``i`` for the ``i``-th action in Next's order): each branch of the union reads a
-        frontier of its own, the parents it is asked to expand again (``refetch``). ``around``: as for
-        ``successors``."""
+        frontier of its own, the parents it is asked to expand again (``refetch``)."""
         variables = ", ".join(f"`{v}`" for v in self.model.variable_names)
         parts = [f"(WITH frontier AS (SELECT {variables}, _parent FROM `{view}` WHERE (_acts & {1 << i}) <> 0)\n"
                  f"{self.successors_sql[lo:hi]})" for i, (lo, hi, _f, _at) in enumerate(self.spans)]
-        return spark.sql(around[0] + "\nUNION ALL\n".join(parts) + around[1])
+        return spark.sql("\nUNION ALL\n".join(parts))
 
     def locate_error(self, exc: PySparkException) -> str | None:
         """``file:line`` of the model SQL an error Spark raised while running it points at (its query
@@ -336,14 +327,13 @@ def initial(spark: SparkSession, cm: CompiledModel) -> DataFrame:
                                      "CAST(NULL AS BIGINT) AS _parent_ord")
 
 
-def successors(spark: SparkSession, cm: CompiledModel, states: DataFrame, view: str,
-               around: tuple[str, str] = ("", "")) -> DataFrame:
+def successors(spark: SparkSession, cm: CompiledModel, states: DataFrame, view: str) -> DataFrame:
     """Every action's successors of the stored ``states`` (a level: the variables, ``_fp``, ``_fp2``,
     ``_ord``), each naming its parent (``_parent_fp``, ``_parent_fp2``, ``_parent_ord``), its
-    ``_action`` and its ``_key`` in TLC's order; ``around``: a query over them (``CompiledModel.successors``)."""
+    ``_action`` and its ``_key`` in TLC's order."""
     frontier = states.selectExpr(*[f"`{v}`" for v in cm.model.variable_names],
                                  "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent")
-    return cm.successors(spark, frontier, view=view, around=around)
+    return cm.successors(spark, frontier, view=view)
 
 
 # The columns a level's successors keep through de-duplication: what it counts, joins and orders on.
@@ -389,18 +379,13 @@ class Refetch:
         return F.broadcast(df) if self.n <= self.broadcast_rows else df
 
     def _rows(self, exact: bool) -> DataFrame:
+        made = self.cm.branches_over(self.spark, self.view)
         keys = ["_key", "_fp", "_fp2"]
+        chosen = self._small(self.chosen.select(*keys))
         if exact:
-            made = self.fingerprint(self.cm.branches_over(self.spark, self.view))
-            chosen = self._small(self.chosen.select(*keys))
+            made = self.fingerprint(made)
             return made.join(chosen, keys, "left_semi").dropDuplicates(keys).select(*made.columns)
-        # The join in the union's query: analyzed with it, once.
-        self.chosen.select(*keys).createOrReplaceTempView(f"{self.view}_chosen")
-        hint = "/*+ BROADCAST(_chosen) */ " if self.n <= self.broadcast_rows else ""
-        made = ", ".join(f"_made.`{c}`" for c in self.cm.successor_columns)
-        return self.cm.branches_over(self.spark, self.view, around=(
-            f"SELECT {hint}{made}, _chosen._fp, _chosen._fp2 FROM (\n",
-            f"\n) AS _made JOIN `{self.view}_chosen` AS _chosen ON _made._key = _chosen._key"))
+        return made.join(chosen, "_key").select(*made.columns, "_fp", "_fp2")
 
 
 @dataclass

@@ -25,21 +25,6 @@ class Fingerprinter:
                 schema, spec.model.symmetry_shapes, {s: spec.constants[s] for s in spec.model.symmetry},
                 using=spec.fingerprint, literal_permutations=settings.literal_permutations)
 
-    def around(self, keep: list[str], partitions: int | None = None) -> tuple[str, str]:
-        """SQL text to put before and after a query (``expand.CompiledModel.successors``) for ``keep``
-        (select-list items, which may name ``_fp`` and ``_fp2``) of its rows fingerprinted: the
-        projections of ``apply`` as nested queries, and with ``partitions`` its rows coalesced into
-        that many (``DataFrame.coalesce``)."""
-        # Coalesced below the fingerprint, as ``apply(df.coalesce(n))``: Catalyst then keeps the
-        # fingerprint out of the union's branches (pushed into each, it would be generated and
-        # compiled into each branch's code, again for each set of columns kept).
-        before, after = (f"SELECT /*+ COALESCE({int(partitions)}) */ * FROM (\n", "\n) AS _coalesced") \
-            if partitions else ("", "")
-        for i, stage in enumerate(self.stages):
-            before = f"SELECT *, {', '.join(stage)} FROM (" + before
-            after += f") AS _fp_stage{i}"
-        return f"SELECT {', '.join(keep)} FROM (\n{before}", f"{after}\n) AS _fingerprinted"
-
     def apply(self, df: DataFrame) -> DataFrame:
         """``df`` with ``_fp`` and ``_fp2`` (the projections in order: each may name the columns of
         those before it; only the fingerprints are kept of them)."""

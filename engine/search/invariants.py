@@ -96,11 +96,8 @@ class InvariantSuite:
         NULL, and not evaluated, where the boolean column ``unless`` is true."""
         if not self.names:
             return df
-        return df.selectExpr("*", *self.columns_sql(unless))
-
-    def columns_sql(self, unless: str | None = None) -> list[str]:
-        """The select-list items of ``with_columns``."""
-        return [f"{guarded(f'coalesce({self.exprs[n]}, false)', unless)} AS `{self.column(n)}`" for n in self.names]
+        return df.selectExpr("*", *[f"{guarded(f'coalesce({self.exprs[n]}, false)', unless)} AS `{self.column(n)}`"
+                                    for n in self.names])
 
     def validate(self, df_with_columns: DataFrame, result_format: str = "BOOLEAN_ONLY") -> ValidationReport:
         if self._vd is None:
@@ -136,8 +133,7 @@ def guarded(expr: str, unless: str | None) -> str:
 def annotate(states: DataFrame, suite: InvariantSuite, in_model: str) -> DataFrame:
     """``states`` with ``_in_model`` (the state constraint: TLC neither stores nor explores a state
     outside it, but checks its invariants) and one ``_inv_<Name>`` column per invariant."""
-    # (one projection: each DataFrame operation analyzes the whole plan, the union's when refetched)
-    return states.selectExpr("*", f"({in_model}) AS _in_model", *suite.columns_sql())
+    return suite.with_columns(states.selectExpr("*", f"({in_model}) AS _in_model"))
 
 
 class Batches:

@@ -325,18 +325,16 @@ class PortableSearch:
         (from ``refetch_from`` successors expected) what fetches the chosen ones whole, the checkpoint then
         holding their narrow columns alone (``expand.NARROW``, and ``_in_model`` where the run keeps its
         edges); terminal findings among ``frontier`` counted."""
+        made = expand.successors(self.spark, self.cm, frontier, view=f"sse_frontier_{depth}")
         # The union has a partition per action and frontier partition, each a task that deserializes
         # every action's plan; coalesced, a task runs several, in the tasks a level of this size gets.
         parts = max(self.base_partitions, -(-self._expected(n_frontier) // self.settings.rows_per_partition))
         # A large level's successors kept whole (a checkpoint of them all, written and read) cost more
         # than expanding the new ones' parents again; a small level's, less than planning that.
         again = self._expected(n_frontier) >= self.settings.refetch_from
+        succ = self.fingerprinter.apply(made.coalesce(parts))
         if again:
-            keep = [*expand.NARROW, *([f"({self.in_model}) AS _in_model"] if self.spec.edges else [])]
-        else:
-            keep = [*(f"`{c}`" for c in self.cm.successor_columns), "_fp", "_fp2"]
-        succ = expand.successors(self.spark, self.cm, frontier, view=f"sse_frontier_{depth}",
-                                 around=self.fingerprinter.around(keep, parts))
+            succ = succ.selectExpr(*expand.NARROW, *([f"({self.in_model}) AS _in_model"] if self.spec.edges else []))
         succ, read = kept_observed(succ, self._checkpoint, expand.totals(self.cm.action_names))
         self.timer.mark("expand")
         counts = expand.count(self.cm.action_names, parents=self.spec.deadlock, moving=bool(self.cm.terminal_exprs),

@@ -15,8 +15,7 @@ __all__ = ["fingerprints", "stored"]
 
 def stored(spark: SparkSession, store: RunStore, settings: Settings, depth: int | None = None) -> DataFrame:
     """The run's stored states (those of level ``depth`` alone, when given)."""
-    states = read_delta(spark, str(store.states_path), store.spark_schema, settings)
-    return states if depth is None else states.where(f"_depth = {int(depth)}")
+    return read_delta(spark, str(store.states_path), store.spark_schema, settings, depth=depth)
 
 
 def fingerprints(spark: SparkSession, store: RunStore, settings: Settings) -> DataFrame:

@@ -57,22 +57,57 @@ def _connector_behind(spark: SparkSession) -> bool:
 
 
 def read_delta(spark: SparkSession, path: str, schema: StructType | None = None,
-               settings: Settings | None = None) -> DataFrame:
-    """The table's current rows as a DataFrame; ``schema`` types an empty table."""
+               settings: Settings | None = None, depth: int | None = None) -> DataFrame:
+    """The table's current rows as a DataFrame (those of ``_depth = depth`` alone, when given);
+    ``schema`` types an empty table. A level's rows come from the files whose ``_depth`` range in the
+    log holds it (the connector skips the others itself; through delta-rs they are left out here),
+    and from every file without such statistics."""
+    level = f"_depth = {int(depth)}" if depth is not None else None
     if delta_mode(spark, settings) == "native":
         try:
-            return spark.read.format("delta").load(path)
+            df = spark.read.format("delta").load(path)
         except Exception as exc:
             if "DATA_SOURCE_NOT_FOUND" in str(exc):
                 raise WarehouseError(f"{path}: SSE_DELTA=native, but the Delta Lake connector is not on "
                                      "Spark's classpath (use SSE_DELTA=auto or delta-rs)") from None
             raise
+        return df if level is None else df.where(level)
     try:
         dt = DeltaTable(path)
-        files = dt.file_uris()
+        files = dt.file_uris() if depth is None else _files_holding(dt, int(depth))
     except Exception as exc:
         raise WarehouseError(f"{path}: not a readable Delta table ({exc})") from None
+    if level is not None:
+        reader = spark.read.schema(schema) if schema is not None else spark.read
+        if files:
+            return reader.parquet(*files).where(level)
+        files = dt.file_uris()[:1]  # (none holds the level: an empty read, typed by the table)
+        if files:
+            return reader.parquet(*files).where("false")
     if not files:
         return spark.createDataFrame([], schema or from_arrow_schema(pa.schema(dt.schema().to_arrow())))
     reader = spark.read.schema(schema) if schema is not None else spark.read
     return reader.parquet(*files)
+
+
+def _files_holding(dt: DeltaTable, depth: int) -> list[str]:
+    """The table's files whose ``_depth`` statistics may hold ``depth`` (those without any too)."""
+    import pyarrow.compute as pc
+    adds = pa.table(dt.get_add_actions(flatten=True))
+    if "min._depth" not in adds.column_names or "max._depth" not in adds.column_names:
+        return dt.file_uris()
+    lo, hi = adds["min._depth"], adds["max._depth"]
+    keep = pc.or_kleene(pc.or_kleene(pc.is_null(lo), pc.is_null(hi)),
+                        pc.and_(pc.less_equal(lo, depth), pc.greater_equal(hi, depth)))
+    wanted = set(pc.filter(adds["path"], keep).to_pylist())
+    # (the log's paths are relative to the table, file_uris' absolute, a local table's without file://)
+    roots = {dt.table_uri.rstrip("/"), dt.table_uri.removeprefix("file://").rstrip("/")}
+    return [u for u in dt.file_uris() if _relative(u, roots) in wanted]
+
+
+def _relative(uri: str, roots: set[str]) -> str:
+    from urllib.parse import unquote
+    for root in roots:
+        if uri.startswith(root + "/"):
+            return unquote(uri[len(root) + 1:])
+    return uri

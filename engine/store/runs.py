@@ -224,8 +224,11 @@ class RunStore:
         else:
             if self.states_path.exists():
                 shutil.rmtree(self.states_path)  # files of a run killed before its first commit
+            # (statistics on _depth alone, which sits past the 32 leading columns a reader would
+            # look at by default: the statistics depth_stats gives)
             DeltaTable.create(str(self.states_path), schema=self.arrow_schema, name="states",
-                              description=f"reachable states of run {self.run_id}")
+                              description=f"reachable states of run {self.run_id}",
+                              configuration={"delta.dataSkippingStatsColumns": "_depth"})
         self._states = DeltaTable(str(self.states_path))
         self._committed = self._states.transaction_version(self.run_id) or 0
         if edges and not DeltaTable.is_deltatable(str(self.edges_path)):
