@@ -7,8 +7,11 @@ The setting ``delta`` (SSE_DELTA) ``native`` or ``delta-rs`` forces one path; th
 """
 from __future__ import annotations
 
+import os
+from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
@@ -74,40 +77,24 @@ def read_delta(spark: SparkSession, path: str, schema: StructType | None = None,
         return df if level is None else df.where(level)
     try:
         dt = DeltaTable(path)
-        files = dt.file_uris() if depth is None else _files_holding(dt, int(depth))
+        files = dt.file_uris() if depth is None else _files_holding(dt, path, int(depth))
     except Exception as exc:
         raise WarehouseError(f"{path}: not a readable Delta table ({exc})") from None
-    if level is not None:
-        reader = spark.read.schema(schema) if schema is not None else spark.read
-        if files:
-            return reader.parquet(*files).where(level)
-        files = dt.file_uris()[:1]  # (none holds the level: an empty read, typed by the table)
-        if files:
-            return reader.parquet(*files).where("false")
     if not files:
         return spark.createDataFrame([], schema or from_arrow_schema(pa.schema(dt.schema().to_arrow())))
     reader = spark.read.schema(schema) if schema is not None else spark.read
-    return reader.parquet(*files)
+    df = reader.parquet(*files)
+    return df if level is None else df.where(level)
 
 
-def _files_holding(dt: DeltaTable, depth: int) -> list[str]:
-    """The table's files whose ``_depth`` statistics may hold ``depth`` (those without any too)."""
-    import pyarrow.compute as pc
+def _files_holding(dt: DeltaTable, path: str, depth: int) -> list[str]:
+    """The files of the table at ``path`` (a folder) whose ``_depth`` statistics may hold ``depth``
+    (those without any too)."""
     adds = pa.table(dt.get_add_actions(flatten=True))
     if "min._depth" not in adds.column_names or "max._depth" not in adds.column_names:
         return dt.file_uris()
     lo, hi = adds["min._depth"], adds["max._depth"]
     keep = pc.or_kleene(pc.or_kleene(pc.is_null(lo), pc.is_null(hi)),
                         pc.and_(pc.less_equal(lo, depth), pc.greater_equal(hi, depth)))
-    wanted = set(pc.filter(adds["path"], keep).to_pylist())
-    # (the log's paths are relative to the table, file_uris' absolute, a local table's without file://)
-    roots = {dt.table_uri.rstrip("/"), dt.table_uri.removeprefix("file://").rstrip("/")}
-    return [u for u in dt.file_uris() if _relative(u, roots) in wanted]
-
-
-def _relative(uri: str, roots: set[str]) -> str:
-    from urllib.parse import unquote
-    for root in roots:
-        if uri.startswith(root + "/"):
-            return unquote(uri[len(root) + 1:])
-    return uri
+    # (the log's paths are relative to the table, and URL-encoded)
+    return [os.path.join(path, unquote(p)) for p in pc.filter(adds["path"], keep).to_pylist()]
