@@ -40,6 +40,20 @@ def test_the_first_line_says_which_path_runs(capsys, tmp_path):
     assert err.splitlines()[0].startswith("Search path: accelerated (classic local mode")
 
 
+def test_a_portable_levels_profile_names_its_stages_in_order(capsys, tmp_path):
+    """With ``profile``, a level made whole again from narrow successors (``refetch_from`` 0) prints the
+    wall time of each of its stages, the driver's planning apart from the jobs (docs/architecture.md)."""
+    code, res, err = check(capsys, tmp_path, "counter", "--config", "no_deadlock", "--set", "Max=3",
+                           settings={**PORTABLE, "profile": True, "refetch_from": 0}, models=TEST_MODELS)
+    assert code == 0 and res["path"] == "portable", err[-2000:]
+    line = next(ln for ln in err.splitlines() if ln.startswith("  profile depth 2: "))
+    parts = [kv.split("=") for kv in line.split(": ", 1)[1].split()]
+    assert [k for k, _ in parts] == ["read", "frontier", "plan", "expand", "counts", "firsts", "picked", "chosen",
+                                     "acts", "refetch", "dedupe", "annotate", "to_driver", "order", "gx", "write",
+                                     "commit"]
+    assert all(float(v) >= 0 for _, v in parts)
+
+
 # The portable path is in the default suite through the sliced level's tests (tests/test_slices.py:
 # every level in Spark, the figures, the shortest deadlock and violation), Pulsar's shortest
 # counterexample below (small levels on the driver) and the counter through Spark Connect.

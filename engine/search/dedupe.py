@@ -49,16 +49,19 @@ def by_row_id(rows: DataFrame, picked: DataFrame, how: str, broadcast: bool) -> 
 
 def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame], broadcast_rows: int,
                     drop: DataFrame | None = None,
-                    fetch: Callable[[DataFrame, int], DataFrame] | None = None) -> tuple[DataFrame, int]:
+                    fetch: Callable[[DataFrame, int], DataFrame] | None = None,
+                    mark: Callable[[str], None] = lambda _: None) -> tuple[DataFrame, int]:
     """The first row of each state of ``successors`` (a checkpoint) whose fingerprint is not in
     ``drop`` (``_fp``, ``_fp2``: the states already seen), with the columns of ``successors``, and how
     many there are. ``keep`` checkpoints the narrow columns picked: their counts choose how ``drop``
     is joined (``PROBE_MAX``) and how the rows are fetched (a broadcast join up to ``broadcast_rows``).
     With ``fetch``, ``successors`` holds narrow columns alone, and the rows picked (kept) are passed
-    to ``fetch`` with their count, for the whole rows (engine.search.expand.Refetch)."""
+    to ``fetch`` with their count, for the whole rows (engine.search.expand.Refetch). ``mark`` is told
+    as each step's jobs end (``firsts``, ``picked``, ``chosen``: the level's profile)."""
     rows = with_row_ids(successors)
     # (each checkpoint's rows counted by the job that keeps it)
     firsts, n_firsts = kept_observed(first_keys(rows).select(*KEYS, "_i"), keep, [F.count(F.lit(1)).alias("n")])
+    mark("firsts")
     if drop is not None:
         if int(n_firsts()["n"]) <= PROBE_MAX:
             # The seen side is read in place and probed against the level's fingerprints, sent to
@@ -70,7 +73,10 @@ def first_per_state(successors: DataFrame, keep: Callable[[DataFrame], DataFrame
             firsts = firsts.join(drop, on=KEYS, how="left_anti")
     picked, counted = kept_observed(firsts.select("_i"), keep, [F.count(F.lit(1)).alias("n")])
     n_picked = int(counted()["n"])
+    mark("picked")
     chosen = by_row_id(rows, picked, "left_semi", n_picked <= broadcast_rows).drop("_i")
     if fetch is not None:
-        return fetch(keep(chosen), n_picked), n_picked
+        kept = keep(chosen)
+        mark("chosen")
+        return fetch(kept, n_picked), n_picked
     return chosen, n_picked

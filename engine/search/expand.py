@@ -350,9 +350,10 @@ class Refetch:
     the rows fetched outnumber those chosen; ``exact`` fetches them matched on the fingerprint too."""
 
     def __init__(self, spark: SparkSession, cm: CompiledModel, fingerprint: Callable[[DataFrame], DataFrame],
-                 states: DataFrame, view: str, keep: Callable[[DataFrame], DataFrame], broadcast_rows: int):
+                 states: DataFrame, view: str, keep: Callable[[DataFrame], DataFrame], broadcast_rows: int,
+                 mark: Callable[[str], None] = lambda _: None):
         self.spark, self.cm, self.fingerprint, self.states, self.view = spark, cm, fingerprint, states, view
-        self.keep, self.broadcast_rows = keep, broadcast_rows
+        self.keep, self.broadcast_rows, self.mark = keep, broadcast_rows, mark
         self.chosen: DataFrame | None = None
         self.n = 0
 
@@ -368,7 +369,10 @@ class Refetch:
         parents.selectExpr(*[f"`{v}`" for v in self.cm.model.variable_names],
                            "named_struct('fp', _fp, 'fp2', _fp2, 'ord', _ord) AS _parent",
                            "_acts").createOrReplaceTempView(self.view)
-        return self._rows(exact=False)
+        self.mark("acts")
+        rows = self._rows(exact=False)
+        self.mark("refetch")  # (the second expansion planned: its jobs run as the rows are read)
+        return rows
 
     def exact(self) -> DataFrame:
         """The chosen successors matched on key and fingerprint: one row each."""

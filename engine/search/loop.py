@@ -335,6 +335,7 @@ class PortableSearch:
         succ = self.fingerprinter.apply(made.coalesce(parts))
         if again:
             succ = succ.selectExpr(*expand.NARROW, *([f"({self.in_model}) AS _in_model"] if self.spec.edges else []))
+        self.timer.mark("plan")
         succ, read = kept_observed(succ, self._checkpoint, expand.totals(self.cm.action_names))
         self.timer.mark("expand")
         counts = expand.count(self.cm.action_names, parents=self.spec.deadlock, moving=bool(self.cm.terminal_exprs),
@@ -347,7 +348,7 @@ class PortableSearch:
             deadlocked = expand.first_without_successor(frontier, succ)
             self.timer.mark("deadlock")
         refetch = expand.Refetch(self.spark, self.cm, self.fingerprinter.apply, frontier, f"sse_refetch_{depth}",
-                                 self._checkpoint, self.settings.broadcast_rows) if again else None
+                                 self._checkpoint, self.settings.broadcast_rows, self.timer.mark) if again else None
         return succ, counts, deadlocked, refetch
 
     def _expected(self, n_frontier: int) -> int:
@@ -471,7 +472,8 @@ class PortableSearch:
         self.spark.conf.set("spark.sql.shuffle.partitions",
                             str(max(self.base_partitions, -(-n_gen // self.settings.rows_per_partition))))
         new, n_picked = dedupe.first_per_state(succ, self._checkpoint, self.settings.broadcast_rows,  # dedupe,
-                                               self._seen() if depth > 1 else None, fetch=refetch)  # anti-join
+                                               self._seen() if depth > 1 else None, fetch=refetch,  # anti-join
+                                               mark=self.timer.mark)
         self.timer.mark("dedupe")
         # What the driver would hold is the level's new states, counted by now (not its successors).
         on_driver = (self.settings.level_path != "spark"
@@ -523,7 +525,10 @@ class PortableSearch:
         for exact in (False, True):
             annotated = invariants.annotate(new, self.suite, self.in_model)             # invariants
             if on_driver:
-                level = commit.numbered_on_driver(annotated.toArrow(), depth)
+                self.timer.mark("annotate")
+                rows = annotated.toArrow()
+                self.timer.mark("to_driver")
+                level = commit.numbered_on_driver(rows, depth)
                 if level.num_rows:
                     self._row_bytes = max(64.0, level.get_total_buffer_size() / level.num_rows)
                 n_new, n_out, failing = commit.tally_arrow(level, self.suite)
