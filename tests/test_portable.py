@@ -190,3 +190,16 @@ def test_successors_that_share_a_key_are_fetched_once_each(capsys, tmp_path, lev
     assert code == 0, err[-3000:]
     assert (out["distinct_states"], out["states_generated"], out["depth"], out["actions_generated"]) == \
         reference(["p1", "p2", "p3"], 1, 1, symmetry=symmetry)
+
+
+def test_a_driver_levels_states_within_the_constraint_are_the_level_itself_where_all_are():
+    """A level held on the driver is written with its states within the constraint: where every state
+    is (most levels), the table itself, not a copy of every nested column; else those whose
+    ``_in_model`` is true (neither false nor null)."""
+    import pyarrow as pa
+    from engine.search.commit import within_model
+    every = pa.table({"x": [[1], [2], [3]], "_in_model": [True, True, True]})
+    assert within_model(every) is every
+    some = pa.table({"x": [[1], [2], [3], [4]], "_in_model": [True, False, None, True]})
+    assert within_model(some).column("x").to_pylist() == [[1], [4]]
+    assert within_model(pa.table({"x": [[1]], "_in_model": pa.array([None], pa.bool_())})).num_rows == 0

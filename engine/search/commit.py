@@ -18,7 +18,8 @@ from engine.errors import WarehouseError
 from engine.search.invariants import InvariantSuite
 from engine.store.runs import RunStore
 
-__all__ = ["check_visible", "dense", "in_tlc_order", "numbered_on_driver", "tally", "tally_arrow", "write"]
+__all__ = ["check_visible", "dense", "in_tlc_order", "numbered_on_driver", "tally", "tally_arrow",
+           "within_model", "write"]
 
 # TLC's order within a level: by the path that met the state first, then by fingerprint.
 ORDER = ["_key", "_fp", "_fp2"]
@@ -65,6 +66,15 @@ def numbered_on_driver(new: pa.Table, depth: int) -> pa.Table:
             .append_column("_depth", pa.array(np.full(ordered.num_rows, depth, dtype=np.int32))))
 
 
+def within_model(level: pa.Table) -> pa.Table:
+    """A level held on the driver, its states within the constraint: the table itself where all are (a
+    filter copies every nested column, seconds for a large level)."""
+    inside = level["_in_model"]
+    if inside.null_count == 0 and pc.all(inside).as_py() is not False:
+        return level
+    return level.filter(pc.fill_null(inside, False))
+
+
 def tally(level: DataFrame, suite: InvariantSuite) -> tuple[int, int, dict[str, int]]:
     """(new states within the constraint, outside it, {invariant: states that break it}) in one job."""
     aggs = [F.count_if(F.col("_in_model")).alias("i"), F.count_if(~F.col("_in_model")).alias("o"),
@@ -91,7 +101,7 @@ def write(level: DataFrame | pa.Table, store: RunStore, depth: int) -> Path:
     of their own that the level's commit lists (``RunStore.attempt_dir``): by Spark, a file per
     partition; a level held on the driver, as one file from here. The folder written."""
     if isinstance(level, pa.Table):
-        store.write_level(depth, level.filter(level["_in_model"]))
+        store.write_level(depth, within_model(level))
         return store.level_dir(depth)
     folder = store.attempt_dir(depth)
     columns = [f.name for f in store.spark_schema.fields]
