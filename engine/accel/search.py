@@ -40,7 +40,7 @@ from engine.accel.seen_filter import PATH, SEEN, SeenFilter
 from engine.accel.spark import checkpoint, persistent_rdd_ids, unpersist_rdds
 from engine.model.loader import RunSpec
 from engine.runtime.session import _CODEGEN_CONFS, FACTORY_MODE, interpreted
-from engine.search.commit import dense
+from engine.search.commit import dense, within_model
 from engine.search.control import StageTimer, cancelled, stop_requested
 from engine.search.encoding import fingerprint_sql
 from engine.search.expand import CompiledModel, slice_bounds, slice_line
@@ -1141,7 +1141,7 @@ class AcceleratedSearch:
                 and (not self.index.fragments or self.index.takes_pairs):
             # (A seen index that cannot take the level's pairs reads its committed files: then in line.)
             return self._record_level(depth, n_gen, n_new, n_out, distinct_total, generated_total, t0, None,
-                                      per_action, new.filter(in_model), validate=new)
+                                      per_action, within_model(new), validate=new)
         report = self.suite.validate_arrow(new)
         self.timer.mark("gx")
         violation = None
@@ -1154,7 +1154,7 @@ class AcceleratedSearch:
             violation = (row, self._first_failed(row))
         if self._deadlock_first(deadlocked, violation):
             return self._deadlock(deadlocked, depth, distinct_total, generated_total + n_gen)
-        stored = new.filter(in_model)
+        stored = within_model(new)
         self._settle()  # (the levels before committed first)
         if n_new:
             self.store.write_level(depth, stored)
